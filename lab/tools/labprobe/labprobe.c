@@ -1,0 +1,50 @@
+#include "labprobe.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const struct {
+	const char *name;
+	int (*fn)(int argc, char **argv, struct json_object *out);
+	const char *help;
+} cmds[] = {
+	{ "smoke", cmd_smoke, "--release R --slots N,... [--drive SLOT=SERIAL]... [--cloud-init-wait S]" },
+	{ "findings", cmd_findings, "[--since-seq SEQ] [--context N]" },
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: labprobe COMMAND [ARGS]\n"
+		   "Guest-side checks of pciehp-lab; prints one JSON object, exits 0 when all checks held,\n"
+		   "1 when one failed, 2 on bad arguments.\n\n");
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		fprintf(f, "  labprobe %s %s\n", cmds[i].name, cmds[i].help);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+		usage(argc < 2 ? stderr : stdout);
+		return argc < 2 ? 2 : 0;
+	}
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+		if (!strcmp(argv[1], cmds[i].name)) {
+			struct json_object *out = json_object_new_object();
+			int ret;
+
+			json_object_object_add(out, "command", json_object_new_string(cmds[i].name));
+			ret = cmds[i].fn(argc - 2, argv + 2, out);
+			if (ret == 2) {
+				json_object_put(out);
+				return 2;
+			}
+			json_object_object_add(out, "ok", json_object_new_boolean(ret == 0));
+			puts(json_object_to_json_string_ext(out, JSON_C_TO_STRING_PLAIN));
+			json_object_put(out);
+			return ret;
+		}
+	}
+	fprintf(stderr, "labprobe: unknown command '%s'\n", argv[1]);
+	usage(stderr);
+	return 2;
+}

@@ -1,0 +1,34 @@
+/* labprobe: the lab's guest-side checker and measurer. Every subcommand
+ * prints one JSON object on stdout and exits 0 only when its checks held. */
+#ifndef LABPROBE_H
+#define LABPROBE_H
+
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+/* sysfs.c */
+int read_line(const char *path, char *buf, size_t len);
+int read_linef(char *buf, size_t len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+bool path_exists(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+int write_str(const char *path, const char *val);
+void scopy(char *dst, size_t len, const char *src);	/* truncating copy */
+
+/* findings.c: kernel log lines that fail a scenario */
+struct json_object *findings_scan(unsigned long long since_seq, int context);
+unsigned long long kmsg_last_seq(void);
+
+/* checks collected into {"checks": [...]} */
+struct checks {
+	struct json_object *list;
+	int failed;
+};
+void check_init(struct checks *c);
+void check(struct checks *c, bool ok, const char *name, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+int cmd_smoke(int argc, char **argv, struct json_object *out);
+int cmd_findings(int argc, char **argv, struct json_object *out);
+
+#endif

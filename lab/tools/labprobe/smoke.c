@@ -1,0 +1,236 @@
+/* labprobe smoke: the booted lab VM is what the profile asked for.
+ *
+ *   labprobe smoke --release R --slots 1,2,... [--drive SLOT=SERIAL]...
+ *                  [--cloud-init-wait SECONDS]
+ *
+ * Checks: the running kernel is release R; every slot is registered by
+ * pciehp on a port bound to the pciehp service; every drive's controller
+ * sits below its slot with a namespace block device; no other NVMe
+ * controller exists; cloud-init finished; the kernel log has no finding. */
+#include "labprobe.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_ITEMS 512
+
+/* Secondary bus of the port that pciehp serves for slot `slot`, or -1. */
+static int slot_bus(const char *slot)
+{
+	char addr[64];
+	unsigned int dom, bus;
+
+	if (read_linef(addr, sizeof(addr), "/sys/bus/pci/slots/%s/address", slot) < 0)
+		return -1;
+	if (sscanf(addr, "%x:%x", &dom, &bus) != 2)
+		return -1;
+	return (int)bus;
+}
+
+/* Is there a pciehp service device whose port's secondary bus is `bus`? */
+static bool pciehp_serves_bus(int bus)
+{
+	DIR *d = opendir("/sys/bus/pci_express/drivers/pciehp");
+	struct dirent *e;
+	bool found = false;
+
+	if (!d)
+		return false;
+	while (!found && (e = readdir(d))) {
+		char port[64], sec[32];
+		char *colon;
+
+		if (!strstr(e->d_name, ":pcie"))
+			continue;
+		scopy(port, sizeof(port), e->d_name);
+		colon = strstr(port, ":pcie");
+		*colon = '\0';
+		if (read_linef(sec, sizeof(sec), "/sys/bus/pci/devices/%s/secondary_bus_number", port) == 0 &&
+		    atoi(sec) == bus)
+			found = true;
+	}
+	closedir(d);
+	return found;
+}
+
+/* Finds the NVMe controller with this serial: name in ctrl, PCI address in pci. */
+static bool find_ctrl(const char *serial, char *ctrl, size_t clen, char *pci, size_t plen)
+{
+	DIR *d = opendir("/sys/class/nvme");
+	struct dirent *e;
+	bool found = false;
+
+	if (!d)
+		return false;
+	while (!found && (e = readdir(d))) {
+		char s[128], link[512], target[512];
+		ssize_t n;
+
+		if (e->d_name[0] == '.')
+			continue;
+		if (read_linef(s, sizeof(s), "/sys/class/nvme/%s/serial", e->d_name) < 0)
+			continue;
+		/* the kernel pads serials with spaces */
+		for (size_t i = strlen(s); i > 0 && s[i - 1] == ' '; i--)
+			s[i - 1] = '\0';
+		if (strcmp(s, serial))
+			continue;
+		snprintf(link, sizeof(link), "/sys/class/nvme/%s/device", e->d_name);
+		n = readlink(link, target, sizeof(target) - 1);
+		if (n < 0)
+			continue;
+		target[n] = '\0';
+		scopy(ctrl, clen, e->d_name);
+		scopy(pci, plen, strrchr(target, '/') ? strrchr(target, '/') + 1 : target);
+		found = true;
+	}
+	closedir(d);
+	return found;
+}
+
+static int count_ctrls(void)
+{
+	DIR *d = opendir("/sys/class/nvme");
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return 0;
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n;
+}
+
+/* First namespace block device of controller `ctrl` (nvmeXnY), or false. */
+static bool find_namespace(const char *ctrl, char *ns, size_t len)
+{
+	char path[256];
+	DIR *d;
+	struct dirent *e;
+	bool found = false;
+
+	snprintf(path, sizeof(path), "/sys/class/nvme/%s", ctrl);
+	d = opendir(path);
+	if (!d)
+		return false;
+	while (!found && (e = readdir(d)))
+		if (!strncmp(e->d_name, ctrl, strlen(ctrl)) && e->d_name[strlen(ctrl)] == 'n') {
+			scopy(ns, len, e->d_name);
+			found = true;
+		}
+	closedir(d);
+	return found;
+}
+
+int cmd_smoke(int argc, char **argv, struct json_object *out)
+{
+	const char *release = NULL;
+	char *slots[MAX_ITEMS], *drives[MAX_ITEMS];
+	int nslots = 0, ndrives = 0, ci_wait = 120;
+	struct checks c;
+	struct utsname u;
+	struct json_object *findings, *ns_list = json_object_new_array();
+	char *slot_arg = NULL;
+
+	for (int i = 0; i < argc; i++) {
+		if (!strcmp(argv[i], "--release") && i + 1 < argc) {
+			release = argv[++i];
+		} else if (!strcmp(argv[i], "--slots") && i + 1 < argc) {
+			slot_arg = strdup(argv[++i]);
+			for (char *t = strtok(slot_arg, ","); t && nslots < MAX_ITEMS; t = strtok(NULL, ","))
+				slots[nslots++] = t;
+		} else if (!strcmp(argv[i], "--drive") && i + 1 < argc && ndrives < MAX_ITEMS) {
+			drives[ndrives++] = argv[++i];
+		} else if (!strcmp(argv[i], "--cloud-init-wait") && i + 1 < argc) {
+			ci_wait = atoi(argv[++i]);
+		} else {
+			fprintf(stderr, "labprobe smoke: unknown argument '%s'\n", argv[i]);
+			return 2;
+		}
+	}
+	if (!release || !nslots) {
+		fprintf(stderr, "labprobe smoke: --release and --slots are required\n");
+		return 2;
+	}
+
+	check_init(&c);
+	uname(&u);
+	check(&c, !strcmp(u.release, release), "kernel-release",
+	      "running %s, expected %s", u.release, release);
+
+	for (int i = 0; i < nslots; i++) {
+		char name[64];
+		int bus = slot_bus(slots[i]);
+		bool hp = path_exists("/sys/bus/pci/slots/%s/power", slots[i]);
+
+		snprintf(name, sizeof(name), "slot-%s-pciehp", slots[i]);
+		check(&c, bus >= 0 && hp && pciehp_serves_bus(bus), name,
+		      "slot %s: %s, bus %02x, %s", slots[i],
+		      bus >= 0 ? "registered" : "missing from /sys/bus/pci/slots",
+		      bus < 0 ? 0 : bus,
+		      bus >= 0 && hp && pciehp_serves_bus(bus) ? "pciehp bound" :
+		      "no pciehp hotplug controller");
+	}
+
+	for (int i = 0; i < ndrives; i++) {
+		char *eq = strchr(drives[i], '='), name[96], ctrl[64] = "", pci[64] = "", ns[64] = "";
+		char want[32], sectors[32] = "0";
+		int bus;
+		bool ok;
+
+		if (!eq) {
+			fprintf(stderr, "labprobe smoke: --drive takes SLOT=SERIAL\n");
+			return 2;
+		}
+		*eq = '\0';
+		bus = slot_bus(drives[i]);
+		snprintf(name, sizeof(name), "drive-slot-%s", drives[i]);
+		snprintf(want, sizeof(want), "0000:%02x:00.0", bus < 0 ? 0 : bus);
+		ok = find_ctrl(eq + 1, ctrl, sizeof(ctrl), pci, sizeof(pci)) &&
+		     find_namespace(ctrl, ns, sizeof(ns)) &&
+		     read_linef(sectors, sizeof(sectors), "/sys/block/%s/size", ns) == 0 &&
+		     atoll(sectors) > 0 && path_exists("/dev/%s", ns) && !strcmp(pci, want);
+		check(&c, ok, name, "serial %s: controller %s at %s (slot at %s), namespace %s, %s sectors",
+		      eq + 1, ctrl[0] ? ctrl : "none", pci[0] ? pci : "-", want, ns[0] ? ns : "none", sectors);
+		if (ok) {
+			struct json_object *o = json_object_new_object();
+
+			json_object_object_add(o, "slot", json_object_new_string(drives[i]));
+			json_object_object_add(o, "serial", json_object_new_string(eq + 1));
+			json_object_object_add(o, "namespace", json_object_new_string(ns));
+			json_object_object_add(o, "pci", json_object_new_string(pci));
+			json_object_array_add(ns_list, o);
+		}
+	}
+	check(&c, count_ctrls() == ndrives, "nvme-controller-count",
+	      "%d NVMe controllers, expected %d", count_ctrls(), ndrives);
+
+	for (int waited = 0;; waited++) {
+		bool done = path_exists("/var/lib/cloud/instance/boot-finished");
+
+		if (done || waited >= ci_wait) {
+			check(&c, done, "cloud-init-finished", "%s after %d s of waiting",
+			      done ? "finished" : "not finished", waited);
+			break;
+		}
+		sleep(1);
+	}
+
+	findings = findings_scan(0, 8);
+	check(&c, json_object_array_length(findings) == 0, "kernel-log-clean",
+	      "%zu finding(s)", json_object_array_length(findings));
+
+	json_object_object_add(out, "release", json_object_new_string(u.release));
+	json_object_object_add(out, "namespaces", ns_list);
+	json_object_object_add(out, "checks", c.list);
+	json_object_object_add(out, "findings", findings);
+	free(slot_arg);
+	return c.failed ? 1 : 0;
+}

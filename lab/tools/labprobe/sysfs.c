@@ -1,0 +1,92 @@
+#include "labprobe.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+int read_line(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "r");
+
+	if (!f)
+		return -errno;
+	if (!fgets(buf, (int)len, f)) {
+		fclose(f);
+		buf[0] = '\0';
+		return -EIO;
+	}
+	fclose(f);
+	buf[strcspn(buf, "\n")] = '\0';
+	return 0;
+}
+
+int read_linef(char *buf, size_t len, const char *fmt, ...)
+{
+	char path[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(path, sizeof(path), fmt, ap);
+	va_end(ap);
+	return read_line(path, buf, len);
+}
+
+bool path_exists(const char *fmt, ...)
+{
+	char path[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(path, sizeof(path), fmt, ap);
+	va_end(ap);
+	return access(path, F_OK) == 0;
+}
+
+int write_str(const char *path, const char *val)
+{
+	FILE *f = fopen(path, "w");
+	int ret = 0;
+
+	if (!f)
+		return -errno;
+	if (fputs(val, f) < 0)
+		ret = -EIO;
+	if (fclose(f) != 0 && !ret)
+		ret = -errno;
+	return ret;
+}
+
+void scopy(char *dst, size_t len, const char *src)
+{
+	size_t n = strlen(src);
+
+	if (n >= len)
+		n = len - 1;
+	memcpy(dst, src, n);
+	dst[n] = '\0';
+}
+
+void check_init(struct checks *c)
+{
+	c->list = json_object_new_array();
+	c->failed = 0;
+}
+
+void check(struct checks *c, bool ok, const char *name, const char *fmt, ...)
+{
+	struct json_object *o = json_object_new_object();
+	char detail[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(detail, sizeof(detail), fmt, ap);
+	va_end(ap);
+	json_object_object_add(o, "name", json_object_new_string(name));
+	json_object_object_add(o, "ok", json_object_new_boolean(ok));
+	json_object_object_add(o, "detail", json_object_new_string(detail));
+	json_object_array_add(c->list, o);
+	if (!ok)
+		c->failed++;
+}
