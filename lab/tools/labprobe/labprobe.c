@@ -8,7 +8,7 @@ static const struct {
 	int (*fn)(int argc, char **argv, struct json_object *out);
 	const char *help;
 } cmds[] = {
-	{ "smoke", cmd_smoke, "--release R --slots N,... [--drive SLOT=SERIAL]... [--cloud-init-wait S]" },
+	{ "smoke", cmd_smoke, "--release R --slots N,... [--drive SLOT=SERIAL]... [--hostname H] [--cloud-init-wait S]" },
 	{ "findings", cmd_findings, "[--since-seq SEQ] [--context N]" },
 };
 

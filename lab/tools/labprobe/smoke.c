@@ -1,12 +1,13 @@
 /* labprobe smoke: the booted lab VM is what the profile asked for.
  *
  *   labprobe smoke --release R --slots 1,2,... [--drive SLOT=SERIAL]...
- *                  [--cloud-init-wait SECONDS]
+ *                  [--hostname H] [--cloud-init-wait SECONDS]
  *
  * Checks: the running kernel is release R; every slot is registered by
  * pciehp on a port bound to the pciehp service; every drive's controller
  * sits below its slot with a namespace block device; no other NVMe
- * controller exists; cloud-init finished; the kernel log has no finding. */
+ * controller exists; cloud-init's init stage finished without errors and
+ * set the hostname; the kernel log has no finding. */
 #include "labprobe.h"
 
 #include <dirent.h>
@@ -129,9 +130,36 @@ static bool find_namespace(const char *ctrl, char *ns, size_t len)
 	return found;
 }
 
+/* cloud-init's init stage: 1 finished cleanly, 0 not yet, -1 with errors. */
+static int cloud_init_state(char *detail, size_t len)
+{
+	struct json_object *st = json_object_from_file("/run/cloud-init/status.json");
+	struct json_object *v1, *init, *fin, *errs;
+	int ret = 0;
+
+	scopy(detail, len, "no status yet");
+	if (!st)
+		return 0;
+	if (json_object_object_get_ex(st, "v1", &v1) &&
+	    json_object_object_get_ex(v1, "init", &init) &&
+	    json_object_object_get_ex(init, "finished", &fin) && fin &&
+	    json_object_get_double(fin) > 0) {
+		json_object_object_get_ex(init, "errors", &errs);
+		if (errs && json_object_array_length(errs)) {
+			scopy(detail, len, json_object_to_json_string(errs));
+			ret = -1;
+		} else {
+			scopy(detail, len, "init stage finished");
+			ret = 1;
+		}
+	}
+	json_object_put(st);
+	return ret;
+}
+
 int cmd_smoke(int argc, char **argv, struct json_object *out)
 {
-	const char *release = NULL;
+	const char *release = NULL, *hostname = NULL;
 	char *slots[MAX_ITEMS], *drives[MAX_ITEMS];
 	int nslots = 0, ndrives = 0, ci_wait = 120;
 	struct checks c;
@@ -148,6 +176,8 @@ int cmd_smoke(int argc, char **argv, struct json_object *out)
 				slots[nslots++] = t;
 		} else if (!strcmp(argv[i], "--drive") && i + 1 < argc && ndrives < MAX_ITEMS) {
 			drives[ndrives++] = argv[++i];
+		} else if (!strcmp(argv[i], "--hostname") && i + 1 < argc) {
+			hostname = argv[++i];
 		} else if (!strcmp(argv[i], "--cloud-init-wait") && i + 1 < argc) {
 			ci_wait = atoi(argv[++i]);
 		} else {
@@ -213,14 +243,20 @@ int cmd_smoke(int argc, char **argv, struct json_object *out)
 	      "%d NVMe controllers, expected %d", count_ctrls(), ndrives);
 
 	for (int waited = 0;; waited++) {
-		bool done = path_exists("/var/lib/cloud/instance/boot-finished");
+		char detail[512];
+		int state = cloud_init_state(detail, sizeof(detail));
 
-		if (done || waited >= ci_wait) {
-			check(&c, done, "cloud-init-finished", "%s after %d s of waiting",
-			      done ? "finished" : "not finished", waited);
+		if (state != 0 || waited >= ci_wait) {
+			check(&c, state == 1, "cloud-init", "%s after %d s of waiting", detail, waited);
 			break;
 		}
 		sleep(1);
+	}
+	if (hostname) {
+		char h[256] = "";
+
+		read_line("/proc/sys/kernel/hostname", h, sizeof(h));
+		check(&c, !strcmp(h, hostname), "hostname", "%s, expected %s", h, hostname);
 	}
 
 	findings = findings_scan(0, 8);

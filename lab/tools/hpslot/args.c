@@ -1,0 +1,389 @@
+/* Command line parsing and help texts (pure; unit-tested). */
+#include "hpslot.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DEFAULT_URI "qemu:///system"
+#define DEFAULT_TIMEOUT 20.0
+#define DEFAULT_SIZE_MIB 64
+
+const char *hp_cmd_name(enum hp_cmd c)
+{
+	switch (c) {
+	case HP_CMD_STATUS: return "status";
+	case HP_CMD_REMOVE: return "remove";
+	case HP_CMD_ADD: return "add";
+	default: return "";
+	}
+}
+
+void hp_usage(FILE *f)
+{
+	fprintf(f,
+"usage: hpslot [-c URI] [--json] COMMAND [OPTIONS] DOMAIN [SLOT...]\n"
+"\n"
+"pciehp-lab's host-side PCIe hotplug slot actuator. It drives the pcie-root-port\n"
+"slots of a running libvirt/QEMU domain (q35, native PCIe hotplug) through the\n"
+"QEMU monitor and discovers ports, drives and block nodes from QEMU at run time.\n"
+"\n"
+"commands:\n"
+"  status DOMAIN [SLOT...]                        one line a slot: registers and drive\n"
+"  remove --orderly [--cancel] [--timeout S] DOMAIN SLOT...\n"
+"                                                 attention-button removal (device_del)\n"
+"  remove --surprise DOMAIN SLOT...               surprise removal of all SLOTs in one pause\n"
+"  add [--serial S] [--size MIB] [--node NAME] [--wait S] [--force] DOMAIN SLOT...\n"
+"                                                 hot-add an NVMe drive into each SLOT\n"
+"  help [COMMAND]                                 this text, or a command's\n"
+"\n"
+"SLOT is a physical slot number (the root port's `slot` property, what the guest\n"
+"shows as /sys/bus/pci/slots/<SLOT>) or a root port id such as pci.3.\n"
+"\n"
+"options (anywhere on the line):\n"
+"  -c, --connect URI   libvirt URI (default " DEFAULT_URI ")\n"
+"  --json              print one JSON object on stdout instead of text\n"
+"  -h, --help          help; `hpslot COMMAND --help` documents a command\n"
+"\n"
+"exit status: 0 the action was carried out; 1 it was attempted and failed (or\n"
+"only partly worked; see the per-slot results); 2 bad command line; 3 refused\n"
+"(unknown domain or slot, no drive, domain not running, slot busy...): nothing\n"
+"was changed.\n");
+}
+
+void hp_cmd_help(FILE *f, enum hp_cmd c)
+{
+	switch (c) {
+	case HP_CMD_STATUS:
+		fprintf(f,
+"usage: hpslot status [-c URI] [--json] DOMAIN [SLOT...]\n"
+"\n"
+"One line a root port (all, or the named SLOTs): physical slot, root port id,\n"
+"its pcie.0 address, then from the port's PCI Express capability (found by\n"
+"walking the capability list):\n"
+"  presence   Slot Status Presence Detect State (PDS)\n"
+"  power      Slot Control Power Controller Control (on/off)\n"
+"  pwr-ind    Slot Control power indicator (on/blink/off)\n"
+"  attn       Slot Control attention indicator (on/blink/off)\n"
+"  link       Link Status Data Link Layer Link Active\n"
+"and the device QEMU has in the slot: id, serial, block node (+ file).\n"
+"\n"
+"Config space is read without pausing the guest, through the ECAM/MMCONFIG\n"
+"window with HMP `xp` (base taken from `info mtree`, region pcie-mmcfg-mmio,\n"
+"and verified against query-pci's vendor/device ids). Only if that window is\n"
+"missing or does not verify (e.g. firmware has not enabled it yet), the domain\n"
+"is paused for the read: 0xCF8 saved, config cycles through 0xCF8/0xCFC, 0xCF8\n"
+"restored, resumed; the output then says config_read=cf8-paused.\n"
+"\n"
+"--json: {\"command\":\"status\",\"ok\":true,\"domain\":..,\"state\":\"running\",\n"
+"  \"config_read\":\"ecam\"|\"cf8-paused\"|\"none\",\"ecam_base\":\"0xb0000000\",\n"
+"  \"slots\":[{\"slot\":3,\"port\":\"pci.3\",\"address\":\"00:04.0\",\"chassis\":1,\n"
+"    \"secondary_bus\":3,\"exp_cap\":\"0x54\",\"sltcap\":\"0x..\",\"sltctl\":\"0x01f1\",\n"
+"    \"sltsta\":\"0x0040\",\"lnksta\":\"0x..\",\"presence\":true,\"power\":\"on\",\n"
+"    \"power_indicator\":\"on\",\"attention_indicator\":\"off\",\"link_active\":true,\n"
+"    \"drive\":{\"id\":\"nvme-s3\",\"driver\":\"nvme\",\"serial\":\"lab1-s3-g0\",\n"
+"      \"node\":\"drive-s3\",\"node_driver\":\"raw\",\"file\":\"...\",\"size\":67108864}|null}]}\n"
+"Works on a paused domain too (ECAM only; it is never resumed by status).\n");
+		break;
+	case HP_CMD_REMOVE:
+		fprintf(f,
+"usage: hpslot remove --orderly [--cancel] [--timeout S] [-c URI] [--json] DOMAIN SLOT...\n"
+"       hpslot remove --surprise [-c URI] [--json] DOMAIN SLOT...\n"
+"\n"
+"Every SLOT must hold a drive and the domain must be running; otherwise nothing\n"
+"is done (exit 3). Removed drives' block nodes are kept, so `hpslot add` puts\n"
+"the same drive (same data) back.\n"
+"\n"
+"--orderly: device_del of the drive in each SLOT (QEMU presses the slot's\n"
+"  attention button; Linux blinks 5 s, unbinds, powers the slot off, and that\n"
+"  Slot Control write makes QEMU unplug). Waits until each device is gone\n"
+"  (DEVICE_DELETED, and the device gone from QOM), at most --timeout S seconds\n"
+"  (default 20). Per slot: seconds from device_del to DEVICE_DELETED.\n"
+"--cancel (with --orderly): press the button a second time inside the guest's\n"
+"  5 s window, so the guest cancels and the drive stays; verified after the\n"
+"  window (device still there, slot powered, indicator on). QEMU 7.2 refuses a\n"
+"  plain second device_del both within 5 s of the first (\"already in the\n"
+"  process of unplug\") and while the guest blinks (\"guest is busy\"), so hpslot\n"
+"  does this: pause, clear Attention Button Pressed Enable in the port's Slot\n"
+"  Control, resume; device_del (QEMU latches the press, no interrupt yet);\n"
+"  after 2 s pause, set the enable again (the guest now sees the press and\n"
+"  starts its 5 s), resume; once QEMU's 5 s have passed: pause, set the power\n"
+"  indicator from blink to on, device_del again (second press), resume. The\n"
+"  guest logs \"Button cancel\" / \"Action canceled due to button press\". Takes\n"
+"  about 9 s; for 5 s afterwards QEMU refuses another device_del of the drive.\n"
+"--surprise: host-initiated surprise removal of ALL named slots in ONE pause:\n"
+"  stop; save 0xCF8; for each slot: 0xCF8 = the port's Slot Control dword,\n"
+"  read Slot Control/Status from 0xCFC, write Slot Control = old|0x0700 (power\n"
+"  off + power indicator off: QEMU unplugs the endpoint at once, clears PDS and\n"
+"  sets PDC), write the old value back (so the guest's pciehp still sees the\n"
+"  slot powered and tears it down), read back; restore 0xCF8; cont. The domain\n"
+"  is resumed on every path, errors and signals included. Afterwards a device\n"
+"  QEMU kept is deleted (device_del) and reported as leftover.\n"
+"  Reports how long the domain was paused (host CLOCK_MONOTONIC; and from QEMU's\n"
+"  STOP/RESUME event timestamps) and each slot's yank time (CLOCK_REALTIME ns,\n"
+"  taken just before its power-off write; the guest runs again at resumed_ns).\n"
+"  Re-adding into a slot right after a surprise removal races the guest's\n"
+"  teardown: `hpslot add` refuses until the guest has powered the slot off and\n"
+"  turned its indicator off (use add --wait S).\n"
+"\n"
+"--json: {\"command\":\"remove\",\"mode\":\"orderly\"|\"surprise\",\"ok\":..,\"domain\":..,\n"
+"  surprise: \"paused_ms\":..,\"paused_qemu_ms\":..,\"stop_ns\":..,\"resumed_ns\":..,\n"
+"  orderly: \"timeout_s\":20,\"cancel\":false,\n"
+"  \"slots\":[{\"slot\":3,\"port\":\"pci.3\",\"address\":\"00:04.0\",\"device\":\"nvme-s3\",\n"
+"    \"serial\":..,\"node\":..,\"result\":\"removed\"|\"kept\"|\"timeout\"|\"failed\",\n"
+"    orderly: \"deleted_after_s\":6.3, cancel: \"cancelled\":true,\n"
+"    surprise: \"yank_ns\":..,\"sltctl_before\":..,\"sltsta_before\":..,\n"
+"      \"sltctl_after\":..,\"sltsta_after\":..,\"unplugged\":true,\"leftover\":\"none\",\n"
+"    \"error\":\"...\" when it failed}]}\n");
+		break;
+	case HP_CMD_ADD:
+		fprintf(f,
+"usage: hpslot add [--serial S] [--size MIB] [--node NAME] [--wait S] [--force]\n"
+"                  [-c URI] [--json] DOMAIN SLOT...\n"
+"\n"
+"device_add an NVMe drive (id nvme-s<SLOT>, bus = the slot's root port) into\n"
+"each SLOT. Block node: NAME (default drive-s<SLOT>); if that node exists and\n"
+"no device uses it, it is reused (the same drive comes back with its data);\n"
+"otherwise a new null-co node (read-zeroes=on) of --size MIB (default 64) is\n"
+"created with blockdev-add (and deleted again if device_add fails).\n"
+"Serial: S, or the slot's last serial with its generation bumped\n"
+"(lab1-s3-g0 -> lab1-s3-g1; the last serial is kept in the domain's live\n"
+"libvirt metadata, else taken from the domain XML's cold-plugged drive); at\n"
+"most 20 characters. --serial and --node need exactly one SLOT.\n"
+"\n"
+"Refused (exit 3, nothing changed): a SLOT that holds a device, a device id\n"
+"nvme-s<SLOT> still present anywhere (teardown in progress), a node in use, or\n"
+"an empty slot the guest has not finished tearing down (still powered on, or\n"
+"power indicator blinking/on). --wait S polls up to S seconds for such a slot\n"
+"to become ready; --force skips the slot-register check (a guest without\n"
+"pciehp never powers an emptied slot off).\n"
+"\n"
+"--json: {\"command\":\"add\",\"ok\":..,\"domain\":..,\"slots\":[{\"slot\":3,\"port\":\"pci.3\",\n"
+"  \"address\":\"00:04.0\",\"device\":\"nvme-s3\",\"serial\":\"lab1-s3-g1\",\"node\":\"drive-s3\",\n"
+"  \"node_reused\":true,\"size\":67108864,\"added_ns\":..,\"waited_s\":0.0,\n"
+"  \"presence\":true,\"result\":\"added\"|\"failed\",\"error\":..}]}\n");
+		break;
+	default:
+		hp_usage(f);
+	}
+}
+
+static int errf(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int errf(char *err, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err, len, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+int hp_parse_slotspec(const char *s, struct hp_slotspec *out)
+{
+	char *end;
+
+	memset(out, 0, sizeof(*out));
+	out->slot = -1;
+	out->text = s;
+	if (!strncmp(s, "pci.", 4)) {
+		if (!isdigit((unsigned char)s[4]))
+			return -1;
+		errno = 0;
+		long n = strtol(s + 4, &end, 10);
+		if (errno || *end || n < 1 || n > 255 || strlen(s) >= sizeof(out->port))
+			return -1;
+		snprintf(out->port, sizeof(out->port), "pci.%ld", n);
+		return 0;
+	}
+	if (!isdigit((unsigned char)s[0]))
+		return -1;
+	errno = 0;
+	long n = strtol(s, &end, 10);
+	if (errno || *end || n < 0 || n > 8191)	/* 13-bit Physical Slot Number */
+		return -1;
+	out->slot = (int)n;
+	return 0;
+}
+
+static int parse_seconds(const char *opt, const char *v, double min, double max, double *out,
+			 char *err, size_t len)
+{
+	char *end;
+	errno = 0;
+	double d = strtod(v, &end);
+	if (errno || end == v || *end || !isfinite(d) || d < min || d > max)
+		return errf(err, len, "%s: '%s' is not a number of seconds in %g..%g", opt, v, min, max);
+	*out = d;
+	return 0;
+}
+
+/* "--opt=value" or "--opt value" / "-c value" / "-cvalue" */
+static const char *optval(int argc, char **argv, int *i, const char *arg, const char *name,
+			  char *err, size_t len)
+{
+	const char *eq = strchr(arg, '=');
+	if (eq && !strncmp(arg, "--", 2))
+		return eq + 1;
+	if (!strncmp(arg, "-c", 2) && arg[1] == 'c' && arg[2])
+		return arg + 2;
+	if (*i + 1 >= argc) {
+		errf(err, len, "option %s needs a value", name);
+		return NULL;
+	}
+	return argv[++*i];
+}
+
+int hp_parse_args(int argc, char **argv, struct hp_args *a, char *err, size_t len)
+{
+	const char *pos[HP_MAX_SLOTS + 3];
+	int npos = 0;
+	bool dashdash = false, timeout_given = false, wait_given = false;
+
+	memset(a, 0, sizeof(*a));
+	a->uri = DEFAULT_URI;
+	a->timeout = DEFAULT_TIMEOUT;
+	a->size_mib = DEFAULT_SIZE_MIB;
+	if (err && len)
+		err[0] = 0;
+
+	for (int i = 1; i < argc; i++) {
+		const char *arg = argv[i];
+		const char *v;
+		size_t nl;
+
+		if (dashdash || arg[0] != '-' || !arg[1]) {
+			if (npos >= (int)(sizeof(pos) / sizeof(pos[0])))
+				return errf(err, len, "too many arguments (at most %d slots)", HP_MAX_SLOTS);
+			pos[npos++] = arg;
+			continue;
+		}
+		nl = strcspn(arg, "=");
+#define IS(name) (strlen(name) == nl && !strncmp(arg, name, nl))
+		if (!strcmp(arg, "--")) {
+			dashdash = true;
+		} else if (!strcmp(arg, "-h") || !strcmp(arg, "--help")) {
+			a->help = true;
+		} else if (!strcmp(arg, "--json")) {
+			a->json = true;
+		} else if (IS("-c") || IS("--connect") || (!strncmp(arg, "-c", 2) && arg[1] == 'c' && arg[2] != '-')) {
+			if (!(v = optval(argc, argv, &i, arg, "--connect", err, len)))
+				return -1;
+			if (!*v)
+				return errf(err, len, "--connect needs a libvirt URI");
+			a->uri = v;
+		} else if (!strcmp(arg, "--orderly") || !strcmp(arg, "--surprise")) {
+			enum hp_mode m = arg[2] == 'o' ? HP_MODE_ORDERLY : HP_MODE_SURPRISE;
+			if (a->mode && a->mode != m)
+				return errf(err, len, "--orderly and --surprise exclude each other");
+			a->mode = m;
+		} else if (!strcmp(arg, "--cancel")) {
+			a->cancel = true;
+		} else if (!strcmp(arg, "--force")) {
+			a->force = true;
+		} else if (IS("--timeout")) {
+			if (!(v = optval(argc, argv, &i, arg, "--timeout", err, len)) ||
+			    parse_seconds("--timeout", v, 0.1, 3600, &a->timeout, err, len))
+				return -1;
+			timeout_given = true;
+		} else if (IS("--wait")) {
+			if (!(v = optval(argc, argv, &i, arg, "--wait", err, len)) ||
+			    parse_seconds("--wait", v, 0, 3600, &a->wait, err, len))
+				return -1;
+			wait_given = true;
+		} else if (IS("--serial")) {
+			if (!(v = optval(argc, argv, &i, arg, "--serial", err, len)))
+				return -1;
+			if (!hp_valid_serial(v))
+				return errf(err, len, "--serial '%s': an NVMe serial is 1..%d printable "
+					    "characters without spaces, quotes, commas or <>&", v, HP_SERIAL_MAX);
+			a->serial = v;
+		} else if (IS("--size")) {
+			char *end;
+			if (!(v = optval(argc, argv, &i, arg, "--size", err, len)))
+				return -1;
+			errno = 0;
+			long n = strtol(v, &end, 10);
+			if (errno || end == v || *end || n < 1 || n > 1048576)
+				return errf(err, len, "--size '%s': a drive size in MiB, 1..1048576", v);
+			a->size_mib = n;
+			a->size_given = true;
+		} else if (IS("--node")) {
+			if (!(v = optval(argc, argv, &i, arg, "--node", err, len)))
+				return -1;
+			if (!*v || strlen(v) > 31 || !isalpha((unsigned char)v[0]) ||
+			    strspn(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") != strlen(v))
+				return errf(err, len, "--node '%s': a block node name is a letter followed by "
+					    "letters, digits, '-', '_' or '.' (at most 31)", v);
+			a->node = v;
+		} else {
+			return errf(err, len, "unknown option '%s' (see hpslot --help)", arg);
+		}
+#undef IS
+	}
+
+	int k = 0;
+	if (npos > 0 && !strcmp(pos[0], "help")) {
+		a->help = true;
+		if (npos > 1) {
+			for (enum hp_cmd c = HP_CMD_STATUS; c <= HP_CMD_ADD; c++)
+				if (!strcmp(pos[1], hp_cmd_name(c)))
+					a->cmd = c;
+			if (!a->cmd)
+				return errf(err, len, "unknown command '%s': use status, remove or add", pos[1]);
+		}
+		return 0;
+	}
+	if (npos > 0) {
+		for (enum hp_cmd c = HP_CMD_STATUS; c <= HP_CMD_ADD; c++)
+			if (!strcmp(pos[0], hp_cmd_name(c)))
+				a->cmd = c;
+		if (!a->cmd)
+			return errf(err, len, "unknown command '%s': use status, remove or add", pos[0]);
+		k = 1;
+	}
+	if (a->help)
+		return 0;
+	if (!a->cmd)
+		return errf(err, len, "no command given: use status, remove or add (see hpslot --help)");
+	if (k >= npos)
+		return errf(err, len, "%s: no DOMAIN given", hp_cmd_name(a->cmd));
+	a->domain = pos[k++];
+	if (!*a->domain)
+		return errf(err, len, "%s: empty DOMAIN name", hp_cmd_name(a->cmd));
+	for (; k < npos; k++) {
+		struct hp_slotspec *s = &a->slots[a->nslots];
+		if (a->nslots >= HP_MAX_SLOTS)
+			return errf(err, len, "too many slots (at most %d)", HP_MAX_SLOTS);
+		if (hp_parse_slotspec(pos[k], s))
+			return errf(err, len, "'%s' is not a slot: use a physical slot number (0..8191) "
+				    "or a root port id like pci.3", pos[k]);
+		for (int j = 0; j < a->nslots; j++)
+			if (!strcmp(a->slots[j].text, pos[k]) ||
+			    (s->slot >= 0 && a->slots[j].slot == s->slot) ||
+			    (s->port[0] && !strcmp(a->slots[j].port, s->port)))
+				return errf(err, len, "slot %s is named twice", pos[k]);
+		a->nslots++;
+	}
+
+	/* which options go with which command */
+	if (a->cmd != HP_CMD_REMOVE && (a->mode || a->cancel || timeout_given))
+		return errf(err, len, "%s: --orderly, --surprise, --cancel and --timeout belong to "
+			    "`hpslot remove`", hp_cmd_name(a->cmd));
+	if (a->cmd != HP_CMD_ADD && (a->serial || a->size_given || a->node || wait_given || a->force))
+		return errf(err, len, "%s: --serial, --size, --node, --wait and --force belong to "
+			    "`hpslot add`", hp_cmd_name(a->cmd));
+	if (a->cmd == HP_CMD_REMOVE) {
+		if (!a->mode)
+			return errf(err, len, "remove: say --orderly or --surprise");
+		if (a->mode == HP_MODE_SURPRISE && (a->cancel || timeout_given))
+			return errf(err, len, "remove --surprise takes no --cancel or --timeout");
+	}
+	if ((a->cmd == HP_CMD_REMOVE || a->cmd == HP_CMD_ADD) && a->nslots == 0)
+		return errf(err, len, "%s: no SLOT given", hp_cmd_name(a->cmd));
+	if (a->cmd == HP_CMD_ADD && (a->serial || a->node) && a->nslots != 1)
+		return errf(err, len, "add: --serial and --node name one drive: give exactly one SLOT");
+	return 0;
+}

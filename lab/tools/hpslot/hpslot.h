@@ -1,0 +1,293 @@
+/* hpslot: the lab's host-side PCIe hotplug slot actuator.
+ *
+ * Talks to QEMU through libvirt (virDomainQemuMonitorCommand: QMP, and HMP
+ * through human-monitor-command), discovers the root ports and drives at run
+ * time and drives the slots: status, orderly/surprise removal, hot-add.
+ *
+ * regs.c and args.c are pure (no libvirt) and covered by the unit tests.
+ */
+#ifndef HPSLOT_H
+#define HPSLOT_H
+
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define HP_MAX_SLOTS 256
+#define HP_SERIAL_MAX 20	/* NVMe serial number: at most 20 ASCII characters */
+
+/* Exit codes */
+#define HP_EXIT_OK 0
+#define HP_EXIT_FAILED 1	/* the action was attempted and did not (fully) work */
+#define HP_EXIT_USAGE 2		/* bad command line */
+#define HP_EXIT_REFUSED 3	/* bad domain/slot/state: refused, nothing changed */
+
+/* ---- PCI(e) register layout (regs.c) ---------------------------------- */
+#define PCI_STATUS 0x06
+#define PCI_STATUS_CAP_LIST 0x10
+#define PCI_CAPABILITY_LIST 0x34
+#define PCI_CAP_ID_EXP 0x10
+
+/* offsets inside the PCI Express capability */
+#define EXP_FLAGS 0x02
+#define EXP_LNKSTA 0x12
+#define EXP_SLTCAP 0x14
+#define EXP_SLTCTL 0x18
+#define EXP_SLTSTA 0x1a
+
+#define LNKSTA_DLLLA 0x2000
+
+#define SLTCAP_ABP 0x0001	/* attention button present */
+#define SLTCAP_PCP 0x0002	/* power controller present */
+#define SLTCAP_AIP 0x0008	/* attention indicator present */
+#define SLTCAP_PIP 0x0010	/* power indicator present */
+#define SLTCAP_HPS 0x0020	/* hot-plug surprise */
+#define SLTCAP_HPC 0x0040	/* hot-plug capable */
+#define SLTCAP_PSN(x) (((x) >> 19) & 0x1fff)	/* physical slot number */
+
+#define SLTCTL_ABPE 0x0001
+#define SLTCTL_PFDE 0x0002
+#define SLTCTL_MRLSCE 0x0004
+#define SLTCTL_PDCE 0x0008
+#define SLTCTL_CCIE 0x0010
+#define SLTCTL_HPIE 0x0020
+#define SLTCTL_AIC 0x00c0
+#define SLTCTL_PIC 0x0300
+#define SLTCTL_PCC 0x0400	/* 1 = power off */
+#define SLTCTL_IND_ON 1
+#define SLTCTL_IND_BLINK 2
+#define SLTCTL_IND_OFF 3
+#define SLTCTL_YANK 0x0700	/* power controller off + power indicator off */
+
+#define SLTSTA_ABP 0x0001
+#define SLTSTA_PFD 0x0002
+#define SLTSTA_MRLSC 0x0004
+#define SLTSTA_PDC 0x0008
+#define SLTSTA_CC 0x0010
+#define SLTSTA_MRLSS 0x0020
+#define SLTSTA_PDS 0x0040
+#define SLTSTA_EIS 0x0080
+#define SLTSTA_DLLSC 0x0100
+
+#define PCI_CONF_ADDR_PORT 0xcf8
+#define PCI_CONF_DATA_PORT 0xcfc
+
+/* Type-1 config address for port 0xCF8 (register dword-aligned). */
+uint32_t hp_cf8_address(int bus, int dev, int fn, int reg);
+/* I/O port through which a register of the given width is accessed after
+ * hp_cf8_address(): 0xcfc + (reg & 3). */
+int hp_cfc_port(int reg);
+/* Offset of a function's config space inside the ECAM/MMCONFIG window. */
+uint64_t hp_ecam_offset(int bus, int dev, int fn, int reg);
+/* Slot Control value that yanks the slot: old | 0x0700. */
+uint16_t hp_yank_value(uint16_t old_sltctl);
+/* Slot Control with the power indicator field set to SLTCTL_IND_*. */
+uint16_t hp_sltctl_with_pic(uint16_t sltctl, int ind);
+
+const char *hp_indicator_name(int field);	/* 0..3: "reserved", "on", "blink", "off" */
+int hp_pic(uint16_t sltctl);			/* power indicator field 0..3 */
+int hp_aic(uint16_t sltctl);			/* attention indicator field 0..3 */
+bool hp_power_on(uint16_t sltctl);		/* PCC == 0 */
+/* Readiness of an EMPTY slot for a hot-add: the guest powered it off and
+ * turned its power indicator off. NULL when ready, else why not. */
+const char *hp_empty_slot_busy(uint16_t sltctl, uint16_t sltsta);
+/* Slot Control/Status flags in words, for humans: "ABPE CCIE HPIE" ... */
+void hp_sltsta_flags(uint16_t sltsta, char *buf, size_t len);
+
+/* Walk the capability list of a 256-byte config space copy; returns the
+ * offset of capability `id` or 0 (also on a loop or an all-ones space). */
+int hp_find_cap(const uint8_t *cfg, int id);
+
+static inline uint16_t hp_le16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
+static inline uint32_t hp_le32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* ---- HMP text parsing (regs.c) ---------------------------------------- */
+/* Parse `xp /Nwx ADDR` output into dwords. Returns the number of dwords
+ * read starting at `addr` (lines must start at addr and be contiguous), or
+ * -1 on "Cannot access memory" or unparsable text. */
+int hp_parse_xp_words(const char *text, uint64_t addr, uint32_t *out, int max);
+/* Parse the output of HMP `i /X port`: "portl[0x0cf8] = 0x80000898". */
+int hp_parse_ioport_read(const char *text, uint32_t *val);
+/* Find the ECAM window in `info mtree` output: the first enabled
+ * "pcie-mmcfg-mmio" region. Returns 0 and the base/size, or -1. */
+int hp_parse_mtree_mmcfg(const char *text, uint64_t *base, uint64_t *size);
+/* An HMP answer that is an error message instead of data (unknown command,
+ * bad format...). */
+bool hp_hmp_is_error(const char *text);
+
+/* ---- serial numbers and domain XML (regs.c) --------------------------- */
+/* Next generation of a serial: "lab1-s3-g0" -> "lab1-s3-g1"; a serial
+ * without "-g<N>" gets "-g1". -1 if the result would exceed HP_SERIAL_MAX. */
+int hp_serial_bump(const char *serial, char *out, size_t len);
+/* The serial recorded for `slot` in hpslot's live domain metadata element
+ * (<slot n="11" serial="..."/>), 0 if found. */
+int hp_metadata_serial(const char *xml, int slot, char *out, size_t len);
+/* Replace or insert the slot's record; writes the whole new element. */
+int hp_metadata_set(const char *xml, int slot, const char *serial, char *out, size_t len);
+/* Cold-plugged drive of `device_id` in a domain XML's <qemu:arg> list
+ * (JSON or key=value -device syntax): its serial, 0 if found. */
+int hp_xml_boot_serial(const char *xml, const char *device_id, char *out, size_t len);
+/* A serial prefix used by the domain's drives ("lab1" of "lab1-s3-g0"). */
+int hp_xml_serial_prefix(const char *xml, char *out, size_t len);
+bool hp_valid_serial(const char *s);
+
+/* ---- command line (args.c) -------------------------------------------- */
+enum hp_cmd { HP_CMD_NONE, HP_CMD_STATUS, HP_CMD_REMOVE, HP_CMD_ADD };
+enum hp_mode { HP_MODE_NONE, HP_MODE_ORDERLY, HP_MODE_SURPRISE };
+
+struct hp_slotspec {
+	int slot;		/* physical slot number, or -1 */
+	char port[32];		/* "pci.N" when given as a port id, else "" */
+	const char *text;
+};
+
+struct hp_args {
+	enum hp_cmd cmd;
+	const char *uri;
+	bool json;
+	bool help;		/* --help seen: print help for cmd (or general) */
+	const char *domain;
+	struct hp_slotspec slots[HP_MAX_SLOTS];
+	int nslots;
+	/* remove */
+	enum hp_mode mode;
+	bool cancel;
+	double timeout;
+	/* add */
+	const char *serial;
+	long size_mib;
+	bool size_given;
+	const char *node;
+	double wait;
+	bool force;
+};
+
+/* Parse the whole command line (argv[0] is the program). Returns 0 when
+ * args are complete (or a->help is set), -1 with a message in err. */
+int hp_parse_args(int argc, char **argv, struct hp_args *a, char *err, size_t errlen);
+int hp_parse_slotspec(const char *s, struct hp_slotspec *out);
+const char *hp_cmd_name(enum hp_cmd c);
+void hp_usage(FILE *f);
+void hp_cmd_help(FILE *f, enum hp_cmd c);
+
+/* ---- monitor access (mon.c) ------------------------------------------- */
+struct hp_ctx;
+
+struct hp_event {
+	char name[32];
+	char device[64];	/* DEVICE_DELETED: data.device (or path) */
+	char path[128];
+	long long ts_us;	/* QEMU's timestamp (host realtime) */
+};
+
+struct hp_ctx *hp_open(const char *uri, const char *domain, char *err, size_t errlen);
+void hp_close(struct hp_ctx *h);
+const char *hp_domain_name(struct hp_ctx *h);
+/* Run QMP `cmd` with `args` (consumed; may be NULL). On success *ret gets
+ * the "return" value (caller puts it; may be NULL to discard). On failure
+ * err holds QEMU's or libvirt's message. */
+int hp_qmp(struct hp_ctx *h, const char *cmd, struct json_object *args,
+	   struct json_object **ret, char *err, size_t errlen);
+/* Run an HMP command line; *out is malloc'd text (caller frees). */
+int hp_hmp(struct hp_ctx *h, char **out, char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+/* Domain state as libvirt sees it: "running", "paused", "shutoff"... */
+const char *hp_domain_state(struct hp_ctx *h, bool *running);
+char *hp_domain_xml(struct hp_ctx *h);
+char *hp_metadata_get(struct hp_ctx *h);
+int hp_metadata_put(struct hp_ctx *h, const char *xml);
+/* Events received since the connection was opened (thread-safe copy). */
+int hp_events(struct hp_ctx *h, struct hp_event *out, int max);
+
+/* ---- time ------------------------------------------------------------- */
+double hp_mono(void);		/* CLOCK_MONOTONIC, seconds */
+long long hp_mono_ns(void);
+long long hp_real_ns(void);	/* CLOCK_REALTIME, ns */
+void hp_sleep(double s);
+
+/* ---- discovery (topo.c) ----------------------------------------------- */
+struct hp_drive {
+	char id[64];		/* QEMU device id ("" if anonymous) */
+	char path[160];		/* QOM path */
+	char driver[48];	/* QOM type: nvme, virtio-blk-pci, ... */
+	char serial[64];
+	char node[128];		/* block node behind the device */
+	char file[256];		/* backing file of that node (if any) */
+	char node_driver[32];
+	long long size;		/* virtual size in bytes, -1 unknown */
+};
+
+struct hp_port {
+	char id[64];		/* pci.N */
+	char path[160];		/* /machine/peripheral/pci.N */
+	int dev, fn;		/* on pcie.0 */
+	int slot, chassis;
+	int secondary;		/* secondary bus number the guest programmed */
+	int exp;		/* PCIe capability offset, 0 unknown */
+	bool regs;		/* the registers below were read */
+	uint16_t lnksta, sltctl, sltsta;
+	uint32_t sltcap;
+	int ndrives;		/* devices on the port's secondary bus */
+	struct hp_drive drive;	/* the first of them */
+};
+
+struct hp_topo {
+	struct hp_port *ports;
+	int nports;
+	uint64_t ecam_base, ecam_size;
+	bool ecam;		/* ECAM reads work (verified against query-pci) */
+	char ecam_note[160];
+	char peripherals[4096];	/* space-separated ids in /machine/peripheral */
+};
+
+/* Find root ports and what sits in them; read slot registers when `regs`. */
+int hp_topo_load(struct hp_ctx *h, struct hp_topo *t, bool regs, char *err, size_t errlen);
+void hp_topo_free(struct hp_topo *t);
+/* Re-read the slot registers of one port (ECAM). */
+int hp_port_read_regs(struct hp_ctx *h, struct hp_topo *t, struct hp_port *p, char *err, size_t errlen);
+struct hp_port *hp_topo_find(struct hp_topo *t, const struct hp_slotspec *s);
+bool hp_peripheral_exists(struct hp_ctx *h, const char *id);
+/* Port description for output. */
+struct json_object *hp_port_json(const struct hp_port *p);
+void hp_port_line(const struct hp_port *p, char *buf, size_t len);
+
+/* Config cycles through 0xCF8/0xCFC; only while the VM is stopped. */
+int hp_cf8_save(struct hp_ctx *h, uint32_t *saved, char *err, size_t errlen);
+int hp_cf8_set(struct hp_ctx *h, uint32_t addr, char *err, size_t errlen);
+int hp_cfg_read32(struct hp_ctx *h, int dev, int fn, int reg, uint32_t *val, char *err, size_t errlen);
+int hp_cfg_write16(struct hp_ctx *h, int reg, uint16_t val, char *err, size_t errlen);
+
+/* ---- shared command helpers (cmd_common.c) ---------------------------- */
+struct hp_out {
+	struct hp_args *a;
+	struct json_object *root;	/* the one JSON object */
+	struct json_object *slots;	/* per-slot results */
+};
+
+/* Open, check the domain runs, load topology, resolve the slot arguments.
+ * Returns 0 or an exit code (message in out). */
+int hp_prepare(struct hp_args *a, struct hp_out *o, struct hp_ctx **h, struct hp_topo *t,
+	       struct hp_port **ports, bool need_running, bool regs);
+void hp_fail(struct hp_out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void hp_note(struct hp_out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void hp_say(struct hp_out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+struct json_object *hp_hex16(unsigned v);
+/* Serial bookkeeping in the domain's live metadata. */
+void hp_remember_serial(struct hp_ctx *h, int slot, const char *serial);
+int hp_default_serial(struct hp_ctx *h, int slot, char *out, size_t len, char *err, size_t errlen);
+/* Block signals that would kill us while the VM is stopped. */
+void hp_signals_block(bool block);
+/* Stop / resume through QMP, returning the time taken. */
+int hp_vm_stop(struct hp_ctx *h, char *err, size_t errlen);
+int hp_vm_cont(struct hp_ctx *h, char *err, size_t errlen);
+
+int cmd_status(struct hp_args *a, struct hp_out *o);
+int cmd_remove(struct hp_args *a, struct hp_out *o);
+int cmd_add(struct hp_args *a, struct hp_out *o);
+
+#endif

@@ -1,0 +1,92 @@
+"""Shared test helpers: the repo, running the lab's playbooks, and one
+booted lab VM for the tests that need a guest (session-scoped)."""
+
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parent.parent
+URI = "qemu:///system"
+TEST_PREFIX = "pciehp-test"
+STATE_DIR = pathlib.Path("/var/lib/pciehp-lab")
+
+
+def run(cmd, check=False, timeout=None, **kw):
+    """Runs a command in the repo; returns the CompletedProcess (text)."""
+    return subprocess.run(cmd, cwd=REPO, text=True, capture_output=True,
+                          check=check, timeout=timeout, **kw)
+
+
+def playbook(*extra, playbook_file="lab.yml", timeout=5400):
+    """Runs ansible-playbook with -e KEY=VALUE or -e JSON arguments."""
+    cmd = ["ansible-playbook", playbook_file]
+    for e in extra:
+        cmd += ["-e", e if isinstance(e, str) else json.dumps(e)]
+    env = dict(os.environ, ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1")
+    return run(cmd, timeout=timeout, env=env)
+
+
+def virsh(*args):
+    return run(["virsh", "-q", "-c", URI, *args])
+
+
+def domains():
+    out = virsh("list", "--all", "--name").stdout
+    return {line.strip() for line in out.splitlines() if line.strip()}
+
+
+def remove_domain(name):
+    virsh("destroy", name)
+    virsh("undefine", name)
+    shutil.rmtree(STATE_DIR / "vms" / name, ignore_errors=True)
+
+
+class LabVM:
+    """A lab VM booted by `ansible-playbook lab.yml` and left running."""
+
+    def __init__(self, name, summary, run_dir):
+        self.name = name
+        self.summary = summary
+        self.run_dir = run_dir
+
+    def agent(self, command, timeout=120):
+        """Runs a command in the guest through the agent; returns (rc, out, err)."""
+        import base64
+        import time
+
+        req = {"execute": "guest-exec", "arguments": {
+            "path": "/bin/sh", "arg": ["-c", command], "capture-output": True}}
+        r = virsh("qemu-agent-command", self.name, json.dumps(req))
+        assert r.returncode == 0, r.stderr
+        pid = json.loads(r.stdout)["return"]["pid"]
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            r = virsh("qemu-agent-command", self.name,
+                      json.dumps({"execute": "guest-exec-status", "arguments": {"pid": pid}}))
+            st = json.loads(r.stdout)["return"]
+            if st["exited"]:
+                dec = lambda k: base64.b64decode(st.get(k, "")).decode(errors="replace")
+                return st.get("exitcode", -1), dec("out-data"), dec("err-data")
+            time.sleep(0.3)
+        raise TimeoutError(f"guest command did not finish in {timeout} s: {command}")
+
+
+@pytest.fixture(scope="session")
+def lab_vm():
+    """One booted lab VM (patched kernel, 6 slots, 4 drives), shared by the
+    tests that need a guest; torn down at the end of the session."""
+    name = f"{TEST_PREFIX}-1"
+    run_id = "test-lab-vm"
+    r = playbook("lab_name_prefix=" + TEST_PREFIX, "lab_slots=6", "lab_drives=4",
+                 "lab_keep_vms=true", "lab_run_id=" + run_id)
+    run_dir = REPO / "results" / run_id
+    if r.returncode != 0:
+        remove_domain(name)
+        pytest.fail("lab.yml did not boot the test VM:\n" + r.stdout[-6000:] + r.stderr[-2000:])
+    summary = json.loads((run_dir / "summary.json").read_text())
+    yield LabVM(name, summary, run_dir)
+    remove_domain(name)

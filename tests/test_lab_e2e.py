@@ -1,0 +1,74 @@
+"""End to end: `ansible-playbook lab.yml` on a small profile boots a lab VM
+with native pciehp slots and NVMe drives, and writes its results."""
+
+import json
+import re
+import time
+
+from conftest import REPO, run, virsh
+
+PHASES = {"host-setup", "kernel", "image", "define", "boot-to-agent", "scenario:smoke"}
+
+
+def test_summary_has_the_documented_shape(lab_vm):
+    s = lab_vm.summary
+    assert s["run_id"] == "test-lab-vm"
+    assert s["kernel"]["variant"] == "patched"
+    assert re.match(r"6\.1\.\d+-lab-patched$", s["kernel"]["release"]), s["kernel"]
+    assert s["profile"]["lab_slots"] == 6 and s["profile"]["lab_drives"] == 4
+    assert PHASES <= set(s["phases"]), s["phases"]
+    assert all(isinstance(v, (int, float)) for v in s["phases"].values())
+    assert s["limits"] and any("completion timeout" in x.lower() for x in s["limits"])
+    (smoke,) = [r for r in s["scenarios"] if r["name"] == "smoke"]
+    assert set(smoke) >= {"name", "vm", "status", "iterations", "failures", "metrics", "findings"}
+    assert smoke["status"] == "pass", json.dumps(smoke, indent=1)
+    assert smoke["metrics"]["namespaces"] == 4 and smoke["metrics"]["slots"] == 6
+    assert (lab_vm.run_dir / "junit.xml").read_text().count("<testcase") == 1
+    assert (REPO / "results/latest").resolve() == lab_vm.run_dir.resolve()
+
+
+def test_guest_sees_pciehp_slots_and_drives(lab_vm):
+    rc, out, err = lab_vm.agent("ls /sys/bus/pci/slots; ls /sys/bus/pci_express/drivers/pciehp; "
+                                "ls /sys/class/nvme; uname -r")
+    assert rc == 0, err
+    assert {"1", "2", "3", "4", "5", "6"} <= set(out.split())
+    assert sum(1 for w in out.split() if w.endswith(":pcie004")) == 6
+    assert sum(1 for w in out.split() if re.fullmatch(r"nvme\d+", w)) == 4
+    assert out.split()[-1] == lab_vm.summary["kernel"]["release"]
+
+
+def test_unchanged_inputs_rebuild_nothing(lab_vm):
+    r = run(["lab/tools/kernel-build", "--variant", "patched"])
+    assert r.returncode == 0 and "up to date" in r.stderr, r.stderr
+    r = run(["lab/tools/image-build", "--variant", "patched", "--kernel-dir", r.stdout.strip()])
+    assert r.returncode == 0 and "up to date" in r.stderr, r.stderr
+
+
+def test_virsh_attach_and_detach_device_route(lab_vm, tmp_path):
+    """The README's libvirt-native hotplug route: a virtio-blk disk into a
+    free root port (slot 6 here), then an orderly detach (attention button)."""
+    disk = "/var/lib/pciehp-lab/hotplug-disk.raw"
+    run(["truncate", "-s", "64M", disk], check=True)
+    run(["chown", "libvirt-qemu:libvirt-qemu", disk], check=True)
+    xml = (REPO / "domains/devices/hotplug-disk.xml").read_text().replace("bus='0x10'", "bus='0x06'")
+    dev = tmp_path / "disk.xml"
+    dev.write_text(xml)
+    r = virsh("attach-device", lab_vm.name, str(dev), "--live")
+    assert r.returncode == 0, r.stderr
+    found = ""
+    for _ in range(30):
+        rc, found, _ = lab_vm.agent("grep -l hotplug-disk /sys/block/vd*/serial || true")
+        if found.strip():
+            break
+        time.sleep(1)
+    assert found.strip(), "the hot-added virtio disk never showed up in the guest"
+    r = virsh("detach-device", lab_vm.name, str(dev), "--live")
+    assert r.returncode == 0, r.stderr
+    for _ in range(30):
+        rc, found, _ = lab_vm.agent("grep -l hotplug-disk /sys/block/vd*/serial || true")
+        if not found.strip():
+            break
+        time.sleep(1)
+    assert not found.strip(), "the detached disk is still in the guest"
+    rc, out, _ = lab_vm.agent("labprobe findings")
+    assert rc == 0, out

@@ -1,0 +1,31 @@
+"""Bad profiles are refused with a message naming the field, before any
+domain, overlay or image is created."""
+
+import pytest
+
+from conftest import STATE_DIR, domains, playbook
+
+BAD = [
+    (["lab_slots=0"], "lab_slots"),
+    (["lab_slots=4", "lab_drives=5"], "lab_drives"),
+    (["lab_slots=233"], "lab_slots"),
+    ([{"lab_slots": 3, "lab_drives": 1, "lab_slot_numbers": [1, 2, 2]}], "duplicate chassis/slot"),
+    (["lab_kernel_variant=vanilla"], "lab_kernel_variant"),
+    ([{"lab_scenarios": ["smoke", "no-such-scenario"]}], "no-such-scenario"),
+    (["lab_vms=0"], "lab_vms"),
+    (["lab_slots=many"], "lab_slots"),
+]
+
+
+@pytest.mark.parametrize("extra,needle", BAD, ids=[b[1] + "-" + str(i) for i, b in enumerate(BAD)])
+def test_bad_profile_is_refused_before_anything_is_created(extra, needle):
+    before = domains()
+    vms_before = set((STATE_DIR / "vms").glob("*")) if (STATE_DIR / "vms").exists() else set()
+    r = playbook(*extra, "lab_name_prefix=pciehp-badprofile", "lab_run_id=test-bad-profile")
+    assert r.returncode != 0
+    assert needle in r.stdout, r.stdout[-3000:]
+    assert "profile field" in r.stdout or "duplicate" in r.stdout
+    assert "PLAY [Set up the hypervisor hosts]" not in r.stdout, "refusal came after host setup began"
+    assert domains() == before
+    vms_after = set((STATE_DIR / "vms").glob("*")) if (STATE_DIR / "vms").exists() else set()
+    assert vms_after == vms_before
