@@ -1,0 +1,289 @@
+/* libvirt connection, QMP/HMP pass-through and QEMU monitor events. */
+#include "hpslot.h"
+
+#include <libvirt/libvirt-qemu.h>
+#include <libvirt/libvirt.h>
+#include <libvirt/virterror.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define MAX_EVENTS 1024
+#define META_URI "https://pciehp-lab.invalid/hpslot/1"
+#define META_KEY "hpslot"
+
+struct hp_ctx {
+	virConnectPtr conn;
+	virDomainPtr dom;
+	char name[256];
+	int cb_id;
+	pthread_t thread;
+	bool thread_running;
+	volatile int quit;
+	int timer;
+	pthread_mutex_t lock;
+	struct hp_event ev[MAX_EVENTS];
+	int nev;
+};
+
+double hp_mono(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+long long hp_mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+long long hp_real_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+void hp_sleep(double s)
+{
+	if (s <= 0)
+		return;
+	struct timespec ts = { (time_t)s, (long)((s - (double)(time_t)s) * 1e9) };
+	while (nanosleep(&ts, &ts) == -1)
+		;
+}
+
+static void quiet_errors(void *opaque, virErrorPtr err)
+{
+	(void)opaque;
+	(void)err;
+}
+
+static void lv_err(char *err, size_t len, const char *what)
+{
+	const char *m = virGetLastErrorMessage();
+	snprintf(err, len, "%s: %s", what, m && *m ? m : "unknown libvirt error");
+}
+
+static void on_event(virConnectPtr conn, virDomainPtr dom, const char *event, long long seconds,
+		     unsigned int micros, const char *details, void *opaque)
+{
+	struct hp_ctx *h = opaque;
+	struct hp_event e;
+
+	(void)conn;
+	(void)dom;
+	memset(&e, 0, sizeof(e));
+	snprintf(e.name, sizeof(e.name), "%s", event);
+	e.ts_us = seconds * 1000000LL + micros;
+	if (details) {
+		struct json_object *d = json_tokener_parse(details), *x;
+		if (d && json_object_object_get_ex(d, "device", &x))
+			snprintf(e.device, sizeof(e.device), "%s", json_object_get_string(x));
+		if (d && json_object_object_get_ex(d, "path", &x))
+			snprintf(e.path, sizeof(e.path), "%s", json_object_get_string(x));
+		json_object_put(d);
+	}
+	pthread_mutex_lock(&h->lock);
+	if (h->nev < MAX_EVENTS)
+		h->ev[h->nev++] = e;
+	pthread_mutex_unlock(&h->lock);
+}
+
+static void tick(int timer, void *opaque)
+{
+	(void)timer;
+	(void)opaque;
+}
+
+static void *event_loop(void *opaque)
+{
+	struct hp_ctx *h = opaque;
+	while (!h->quit)
+		if (virEventRunDefaultImpl() < 0)
+			break;
+	return NULL;
+}
+
+struct hp_ctx *hp_open(const char *uri, const char *domain, char *err, size_t errlen)
+{
+	static bool inited;
+	struct hp_ctx *h = calloc(1, sizeof(*h));
+
+	if (!h) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	pthread_mutex_init(&h->lock, NULL);
+	h->cb_id = -1;
+	h->timer = -1;
+	virSetErrorFunc(NULL, quiet_errors);
+	if (!inited) {
+		if (virInitialize() < 0 || virEventRegisterDefaultImpl() < 0) {
+			lv_err(err, errlen, "libvirt initialisation failed");
+			free(h);
+			return NULL;
+		}
+		inited = true;
+	}
+	h->conn = virConnectOpen(uri);
+	if (!h->conn) {
+		lv_err(err, errlen, "cannot connect to libvirt");
+		snprintf(err + strlen(err), errlen - strlen(err),
+			 " (URI %s; is libvirtd running? start it with lab/tools/libvirt-up)", uri);
+		free(h);
+		return NULL;
+	}
+	h->dom = virDomainLookupByName(h->conn, domain);
+	if (!h->dom) {
+		virErrorPtr e = virGetLastError();
+		if (e && e->code == VIR_ERR_NO_DOMAIN)
+			snprintf(err, errlen, "no domain named '%s' on %s", domain, uri);
+		else
+			lv_err(err, errlen, "domain lookup failed");
+		virConnectClose(h->conn);
+		free(h);
+		return NULL;
+	}
+	snprintf(h->name, sizeof(h->name), "%s", domain);
+	/* Monitor events (DEVICE_DELETED, STOP, RESUME) with QEMU's timestamps;
+	 * optional: everything also works by polling. */
+	h->cb_id = virConnectDomainQemuMonitorEventRegister(h->conn, h->dom, NULL, on_event, h, NULL, 0);
+	if (h->cb_id >= 0) {
+		h->timer = virEventAddTimeout(50, tick, NULL, NULL);
+		if (pthread_create(&h->thread, NULL, event_loop, h) == 0)
+			h->thread_running = true;
+	}
+	return h;
+}
+
+void hp_close(struct hp_ctx *h)
+{
+	if (!h)
+		return;
+	if (h->cb_id >= 0)
+		virConnectDomainQemuMonitorEventDeregister(h->conn, h->cb_id);
+	if (h->thread_running) {
+		h->quit = 1;
+		pthread_join(h->thread, NULL);
+	}
+	if (h->timer >= 0)
+		virEventRemoveTimeout(h->timer);
+	virDomainFree(h->dom);
+	virConnectClose(h->conn);
+	pthread_mutex_destroy(&h->lock);
+	free(h);
+}
+
+const char *hp_domain_name(struct hp_ctx *h)
+{
+	return h->name;
+}
+
+int hp_events(struct hp_ctx *h, struct hp_event *out, int max)
+{
+	pthread_mutex_lock(&h->lock);
+	int n = h->nev < max ? h->nev : max;
+	memcpy(out, h->ev, sizeof(*out) * (size_t)n);
+	pthread_mutex_unlock(&h->lock);
+	return n;
+}
+
+int hp_qmp(struct hp_ctx *h, const char *cmd, struct json_object *args, struct json_object **ret,
+	   char *err, size_t errlen)
+{
+	struct json_object *req = json_object_new_object(), *reply, *x;
+	char *result = NULL;
+	int rc = -1;
+
+	if (ret)
+		*ret = NULL;
+	json_object_object_add(req, "execute", json_object_new_string(cmd));
+	if (args)
+		json_object_object_add(req, "arguments", args);
+	if (virDomainQemuMonitorCommand(h->dom, json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN),
+					&result, 0) < 0) {
+		char what[96];
+		snprintf(what, sizeof(what), "QMP %s", cmd);
+		lv_err(err, errlen, what);
+		json_object_put(req);
+		return -1;
+	}
+	json_object_put(req);
+	reply = json_tokener_parse(result);
+	if (!reply) {
+		snprintf(err, errlen, "QMP %s: unparsable reply", cmd);
+	} else if (json_object_object_get_ex(reply, "error", &x)) {
+		struct json_object *d;
+		snprintf(err, errlen, "QMP %s: %s", cmd,
+			 json_object_object_get_ex(x, "desc", &d) ? json_object_get_string(d) : "error");
+	} else if (json_object_object_get_ex(reply, "return", &x)) {
+		if (ret)
+			*ret = json_object_get(x);
+		rc = 0;
+	} else {
+		snprintf(err, errlen, "QMP %s: reply without return", cmd);
+	}
+	json_object_put(reply);
+	free(result);
+	return rc;
+}
+
+int hp_hmp(struct hp_ctx *h, char **out, char *err, size_t errlen, const char *fmt, ...)
+{
+	char line[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	*out = NULL;
+	if (virDomainQemuMonitorCommand(h->dom, line, out, VIR_DOMAIN_QEMU_MONITOR_COMMAND_HMP) < 0) {
+		char what[600];
+		snprintf(what, sizeof(what), "HMP '%s'", line);
+		lv_err(err, errlen, what);
+		return -1;
+	}
+	if (!*out)
+		*out = strdup("");
+	return 0;
+}
+
+const char *hp_domain_state(struct hp_ctx *h, bool *running)
+{
+	int state = 0, reason = 0;
+	*running = false;
+	if (virDomainGetState(h->dom, &state, &reason, 0) < 0)
+		return "unknown";
+	switch (state) {
+	case VIR_DOMAIN_RUNNING: *running = true; return "running";
+	case VIR_DOMAIN_BLOCKED: *running = true; return "blocked";
+	case VIR_DOMAIN_PAUSED: return "paused";
+	case VIR_DOMAIN_SHUTDOWN: return "shutting-down";
+	case VIR_DOMAIN_SHUTOFF: return "shut-off";
+	case VIR_DOMAIN_CRASHED: return "crashed";
+	case VIR_DOMAIN_PMSUSPENDED: return "pm-suspended";
+	default: return "unknown";
+	}
+}
+
+char *hp_domain_xml(struct hp_ctx *h)
+{
+	return virDomainGetXMLDesc(h->dom, 0);
+}
+
+char *hp_metadata_get(struct hp_ctx *h)
+{
+	return virDomainGetMetadata(h->dom, VIR_DOMAIN_METADATA_ELEMENT, META_URI, VIR_DOMAIN_AFFECT_LIVE);
+}
+
+int hp_metadata_put(struct hp_ctx *h, const char *xml)
+{
+	return virDomainSetMetadata(h->dom, VIR_DOMAIN_METADATA_ELEMENT, xml, META_KEY, META_URI,
+				    VIR_DOMAIN_AFFECT_LIVE);
+}
