@@ -35,7 +35,8 @@ void hp_usage(FILE *f)
 "  status DOMAIN [SLOT...]                        one line a slot: registers and drive\n"
 "  remove --orderly [--cancel] [--timeout S] DOMAIN SLOT...\n"
 "                                                 attention-button removal (device_del)\n"
-"  remove --surprise DOMAIN SLOT...               surprise removal of all SLOTs in one pause\n"
+"  remove --surprise [--wait-guest S] DOMAIN SLOT...\n"
+"                                                 surprise removal of all SLOTs in one pause\n"
 "  add [--serial S] [--size MIB] [--node NAME] [--wait S] [--force] DOMAIN SLOT...\n"
 "                                                 hot-add an NVMe drive into each SLOT\n"
 "  help [COMMAND]                                 this text, or a command's\n"
@@ -47,6 +48,9 @@ void hp_usage(FILE *f)
 "  -c, --connect URI   libvirt URI (default " DEFAULT_URI ")\n"
 "  --json              print one JSON object on stdout instead of text\n"
 "  -h, --help          help; `hpslot COMMAND --help` documents a command\n"
+"\n"
+"HPSLOT_DEBUG=1 in the environment logs every monitor command and answer\n"
+"(with times) to stderr.\n"
 "\n"
 "exit status: 0 the action was carried out; 1 it was attempted and failed (or\n"
 "only partly worked; see the per-slot results); 2 bad command line; 3 refused\n"
@@ -76,7 +80,8 @@ void hp_cmd_help(FILE *f, enum hp_cmd c)
 "and verified against query-pci's vendor/device ids). Only if that window is\n"
 "missing or does not verify (e.g. firmware has not enabled it yet), the domain\n"
 "is paused for the read: 0xCF8 saved, config cycles through 0xCF8/0xCFC, 0xCF8\n"
-"restored, resumed; the output then says config_read=cf8-paused.\n"
+"restored, resumed; the output then says config_read=cf8-paused. (Setting\n"
+"HPSLOT_NO_ECAM=1 in the environment forces that path, for testing.)\n"
 "\n"
 "--json: {\"command\":\"status\",\"ok\":true,\"domain\":..,\"state\":\"running\",\n"
 "  \"config_read\":\"ecam\"|\"cf8-paused\"|\"none\",\"ecam_base\":\"0xb0000000\",\n"
@@ -91,7 +96,7 @@ void hp_cmd_help(FILE *f, enum hp_cmd c)
 	case HP_CMD_REMOVE:
 		fprintf(f,
 "usage: hpslot remove --orderly [--cancel] [--timeout S] [-c URI] [--json] DOMAIN SLOT...\n"
-"       hpslot remove --surprise [-c URI] [--json] DOMAIN SLOT...\n"
+"       hpslot remove --surprise [--wait-guest S] [-c URI] [--json] DOMAIN SLOT...\n"
 "\n"
 "Every SLOT must hold a drive and the domain must be running; otherwise nothing\n"
 "is done (exit 3). Removed drives' block nodes are kept, so `hpslot add` puts\n"
@@ -113,21 +118,35 @@ void hp_cmd_help(FILE *f, enum hp_cmd c)
 "  starts its 5 s), resume; once QEMU's 5 s have passed: pause, set the power\n"
 "  indicator from blink to on, device_del again (second press), resume. The\n"
 "  guest logs \"Button cancel\" / \"Action canceled due to button press\". Takes\n"
-"  about 9 s; for 5 s afterwards QEMU refuses another device_del of the drive.\n"
+"  about 10.5 s: it returns once QEMU accepts a device_del of the drive again\n"
+"  (5 s after the second press).\n"
 "--surprise: host-initiated surprise removal of ALL named slots in ONE pause:\n"
-"  stop; save 0xCF8; for each slot: 0xCF8 = the port's Slot Control dword,\n"
-"  read Slot Control/Status from 0xCFC, write Slot Control = old|0x0700 (power\n"
-"  off + power indicator off: QEMU unplugs the endpoint at once, clears PDS and\n"
-"  sets PDC), write the old value back (so the guest's pciehp still sees the\n"
-"  slot powered and tears it down), read back; restore 0xCF8; cont. The domain\n"
-"  is resumed on every path, errors and signals included. Afterwards a device\n"
-"  QEMU kept is deleted (device_del) and reported as leftover.\n"
-"  Reports how long the domain was paused (host CLOCK_MONOTONIC; and from QEMU's\n"
-"  STOP/RESUME event timestamps) and each slot's yank time (CLOCK_REALTIME ns,\n"
-"  taken just before its power-off write; the guest runs again at resumed_ns).\n"
-"  Re-adding into a slot right after a surprise removal races the guest's\n"
-"  teardown: `hpslot add` refuses until the guest has powered the slot off and\n"
-"  turned its indicator off (use add --wait S).\n"
+"  stop; save 0xCF8 (HMP `i /w 0xcf8`; in HMP /w is 32 bits, /h 16); then for\n"
+"  each slot: 0xCF8 = 0x80000000|dev<<11|fn<<8|(reg&0xfc) for the port's Slot\n"
+"  Control (bus 0; offset from the capability walk), read Slot Control/Status\n"
+"  (`i /w 0xcfc`), write Slot Control = old|0x0700 (`o /h 0xcfc+(reg&3)`:\n"
+"  power off + power indicator off, so QEMU unplugs the endpoint at once,\n"
+"  clears PDS and sets PDC), write the old value back (so the guest's pciehp\n"
+"  still sees the slot powered and tears it down), read back; restore 0xCF8;\n"
+"  cont. The domain is resumed on every path, errors and signals included\n"
+"  (it is stopped only if QEMU reported it running just before). Afterwards\n"
+"  a device QEMU kept is deleted (device_del) and reported as leftover.\n"
+"  Reports how long the domain was paused (host CLOCK_MONOTONIC; and from\n"
+"  QEMU's STOP/RESUME event timestamps) and each slot's yank time\n"
+"  (CLOCK_REALTIME ns, taken just before its power-off write; the guest runs\n"
+"  again at resumed_ns). The guest's clock stands still while it is paused\n"
+"  (TCG), so for the guest all slots go at the same instant, however long the\n"
+"  pause took.\n"
+"--wait-guest S (with --surprise): after resuming, poll the slots' registers\n"
+"  (ECAM, no pause) for up to S seconds and report when the guest powered each\n"
+"  slot off (its pciehp finished unbinding the driver) and turned the power\n"
+"  indicator off (teardown complete; a re-add is safe from then on). Polling\n"
+"  resolution is a few tens of ms. Not reaching that state in S seconds is\n"
+"  reported (guest_done false) but does not change the exit status.\n"
+"\n"
+"Re-adding into a slot right after a surprise removal races the guest's\n"
+"teardown: `hpslot add` refuses until the guest has powered the slot off and\n"
+"turned its indicator off (use add --wait S).\n"
 "\n"
 "--json: {\"command\":\"remove\",\"mode\":\"orderly\"|\"surprise\",\"ok\":..,\"domain\":..,\n"
 "  surprise: \"paused_ms\":..,\"paused_qemu_ms\":..,\"stop_ns\":..,\"resumed_ns\":..,\n"
@@ -137,6 +156,10 @@ void hp_cmd_help(FILE *f, enum hp_cmd c)
 "    orderly: \"deleted_after_s\":6.3, cancel: \"cancelled\":true,\n"
 "    surprise: \"yank_ns\":..,\"sltctl_before\":..,\"sltsta_before\":..,\n"
 "      \"sltctl_after\":..,\"sltsta_after\":..,\"unplugged\":true,\"leftover\":\"none\",\n"
+"      \"device_deleted_ns\":.. (QEMU's DEVICE_DELETED, sent when the device object\n"
+"      is finalized: can lag the unplug by tens of ms),\n"
+"      with --wait-guest: \"guest_power_off_s\":0.05,\"guest_done_s\":1.08 (seconds\n"
+"      after resume; null if not seen), \"guest_done\":true,\n"
 "    \"error\":\"...\" when it failed}]}\n");
 		break;
 	case HP_CMD_ADD:
@@ -240,7 +263,7 @@ int hp_parse_args(int argc, char **argv, struct hp_args *a, char *err, size_t le
 {
 	const char *pos[HP_MAX_SLOTS + 3];
 	int npos = 0;
-	bool dashdash = false, timeout_given = false, wait_given = false;
+	bool dashdash = false, timeout_given = false, wait_given = false, wait_guest_given = false;
 
 	memset(a, 0, sizeof(*a));
 	a->uri = DEFAULT_URI;
@@ -288,6 +311,11 @@ int hp_parse_args(int argc, char **argv, struct hp_args *a, char *err, size_t le
 			    parse_seconds("--timeout", v, 0.1, 3600, &a->timeout, err, len))
 				return -1;
 			timeout_given = true;
+		} else if (IS("--wait-guest")) {
+			if (!(v = optval(argc, argv, &i, arg, "--wait-guest", err, len)) ||
+			    parse_seconds("--wait-guest", v, 0, 600, &a->wait_guest, err, len))
+				return -1;
+			wait_guest_given = true;
 		} else if (IS("--wait")) {
 			if (!(v = optval(argc, argv, &i, arg, "--wait", err, len)) ||
 			    parse_seconds("--wait", v, 0, 3600, &a->wait, err, len))
@@ -369,9 +397,9 @@ int hp_parse_args(int argc, char **argv, struct hp_args *a, char *err, size_t le
 	}
 
 	/* which options go with which command */
-	if (a->cmd != HP_CMD_REMOVE && (a->mode || a->cancel || timeout_given))
-		return errf(err, len, "%s: --orderly, --surprise, --cancel and --timeout belong to "
-			    "`hpslot remove`", hp_cmd_name(a->cmd));
+	if (a->cmd != HP_CMD_REMOVE && (a->mode || a->cancel || timeout_given || wait_guest_given))
+		return errf(err, len, "%s: --orderly, --surprise, --cancel, --timeout and --wait-guest belong "
+			    "to `hpslot remove`", hp_cmd_name(a->cmd));
 	if (a->cmd != HP_CMD_ADD && (a->serial || a->size_given || a->node || wait_given || a->force))
 		return errf(err, len, "%s: --serial, --size, --node, --wait and --force belong to "
 			    "`hpslot add`", hp_cmd_name(a->cmd));
@@ -380,6 +408,9 @@ int hp_parse_args(int argc, char **argv, struct hp_args *a, char *err, size_t le
 			return errf(err, len, "remove: say --orderly or --surprise");
 		if (a->mode == HP_MODE_SURPRISE && (a->cancel || timeout_given))
 			return errf(err, len, "remove --surprise takes no --cancel or --timeout");
+		if (a->mode == HP_MODE_ORDERLY && wait_guest_given)
+			return errf(err, len, "--wait-guest goes with remove --surprise (an orderly removal "
+				    "ends when the guest is done)");
 	}
 	if ((a->cmd == HP_CMD_REMOVE || a->cmd == HP_CMD_ADD) && a->nslots == 0)
 		return errf(err, len, "%s: no SLOT given", hp_cmd_name(a->cmd));

@@ -158,6 +158,7 @@ struct hp_args {
 	enum hp_mode mode;
 	bool cancel;
 	double timeout;
+	double wait_guest;	/* remove --surprise: poll the guest's teardown */
 	/* add */
 	const char *serial;
 	long size_mib;
@@ -260,6 +261,7 @@ void hp_port_line(const struct hp_port *p, char *buf, size_t len);
 int hp_cf8_save(struct hp_ctx *h, uint32_t *saved, char *err, size_t errlen);
 int hp_cf8_set(struct hp_ctx *h, uint32_t addr, char *err, size_t errlen);
 int hp_cfg_read32(struct hp_ctx *h, int dev, int fn, int reg, uint32_t *val, char *err, size_t errlen);
+int hp_cfg_read32_here(struct hp_ctx *h, uint32_t *val, char *err, size_t errlen);
 int hp_cfg_write16(struct hp_ctx *h, int reg, uint16_t val, char *err, size_t errlen);
 
 /* ---- shared command helpers (cmd_common.c) ---------------------------- */
@@ -277,13 +279,17 @@ void hp_fail(struct hp_out *o, const char *fmt, ...) __attribute__((format(print
 void hp_note(struct hp_out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void hp_say(struct hp_out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 struct json_object *hp_hex16(unsigned v);
+struct json_object *hp_num(double v, int decimals);	/* a JSON number with fixed decimals */
 /* Serial bookkeeping in the domain's live metadata. */
 void hp_remember_serial(struct hp_ctx *h, int slot, const char *serial);
 int hp_default_serial(struct hp_ctx *h, int slot, char *out, size_t len, char *err, size_t errlen);
-/* Block signals that would kill us while the VM is stopped. */
+/* Terminating signals are held back inside hp_signals_block(true) ... (false)
+ * (nestable), i.e. while the VM is stopped; hp_signals_install() at start. */
+void hp_signals_install(void);
 void hp_signals_block(bool block);
 /* Stop / resume through QMP, returning the time taken. */
 int hp_vm_stop(struct hp_ctx *h, char *err, size_t errlen);
+bool hp_qemu_running(struct hp_ctx *h, char *status, size_t len);	/* query-status */
 int hp_vm_cont(struct hp_ctx *h, char *err, size_t errlen);
 
 int cmd_status(struct hp_args *a, struct hp_out *o);

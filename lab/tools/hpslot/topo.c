@@ -163,7 +163,7 @@ static void load_occupants(struct hp_ctx *h, struct hp_topo *t, struct json_obje
 				struct hp_drive *d = &p->drive;
 				struct json_object *v;
 				snprintf(d->id, sizeof(d->id), "%s", strcmp(base, PERIPH) ? "" : name);
-				snprintf(d->path, sizeof(d->path), "%s", path);
+				snprintf(d->path, sizeof(d->path), "%.159s", path);
 				snprintf(d->driver, sizeof(d->driver), "%.*s", (int)strlen(type) - 7, type + 6);
 				d->size = -1;
 				if (!qom_get(h, path, "serial", &v, err, sizeof(err))) {
@@ -203,6 +203,10 @@ static void setup_ecam(struct hp_ctx *h, struct hp_topo *t, uint32_t hostbridge_
 	uint32_t w;
 
 	t->ecam = false;
+	if (getenv("HPSLOT_NO_ECAM")) {
+		snprintf(t->ecam_note, sizeof(t->ecam_note), "HPSLOT_NO_ECAM is set");
+		return;
+	}
 	if (hp_hmp(h, &out, err, sizeof(err), "info mtree")) {
 		snprintf(t->ecam_note, sizeof(t->ecam_note), "info mtree failed: %.100s", err);
 		return;
@@ -300,9 +304,15 @@ int hp_cf8_set(struct hp_ctx *h, uint32_t addr, char *err, size_t errlen)
 
 int hp_cfg_read32(struct hp_ctx *h, int dev, int fn, int reg, uint32_t *val, char *err, size_t errlen)
 {
-	char *out;
 	if (hp_cf8_set(h, hp_cf8_address(0, dev, fn, reg), err, errlen))
 		return -1;
+	return hp_cfg_read32_here(h, val, err, errlen);
+}
+
+/* the dword 0xCF8 already points at */
+int hp_cfg_read32_here(struct hp_ctx *h, uint32_t *val, char *err, size_t errlen)
+{
+	char *out;
 	if (hp_hmp(h, &out, err, errlen, "i /w 0x%x", PCI_CONF_DATA_PORT))
 		return -1;
 	int rc = hp_parse_ioport_read(out, val);
@@ -461,11 +471,6 @@ int hp_topo_load(struct hp_ctx *h, struct hp_topo *t, bool regs, char *err, size
 			p->chassis = json_object_get_int(v);
 			json_object_put(v);
 		}
-		if (p->dev < 0 && !qom_get(h, p->path, "addr", &v, err, errlen)) {
-			int devfn = json_object_get_int(v);	/* not on bus 0? */
-			json_object_put(v);
-			(void)devfn;
-		}
 	}
 	/* only ports on pcie.0 are usable (config cycles address bus 0) */
 	int k = 0;
@@ -531,6 +536,13 @@ struct json_object *hp_hex16(unsigned v)
 	return json_object_new_string(b);
 }
 
+struct json_object *hp_num(double v, int decimals)
+{
+	char b[64];
+	snprintf(b, sizeof(b), "%.*f", decimals, v);
+	return json_object_new_double_s(v, b);
+}
+
 struct json_object *hp_port_json(const struct hp_port *p)
 {
 	struct json_object *o = json_object_new_object();
@@ -583,7 +595,7 @@ struct json_object *hp_port_json(const struct hp_port *p)
 
 void hp_port_line(const struct hp_port *p, char *buf, size_t len)
 {
-	char regs[160] = "registers unknown", drive[512] = "-";
+	char regs[160] = "registers unknown", drive[1024] = "-";
 
 	if (p->regs)
 		snprintf(regs, sizeof(regs), "%-7s power=%-3s pwr-ind=%-5s attn=%-5s link=%-4s sltctl=0x%04x sltsta=0x%04x",
@@ -592,10 +604,10 @@ void hp_port_line(const struct hp_port *p, char *buf, size_t len)
 			 p->lnksta & LNKSTA_DLLLA ? "up" : "down", p->sltctl, p->sltsta);
 	if (p->ndrives) {
 		const struct hp_drive *d = &p->drive;
-		snprintf(drive, sizeof(drive), "%s (%s) serial=%s node=%s%s%s%s%s",
+		snprintf(drive, sizeof(drive), "%s (%s) serial=%s node=%s%s%s%s",
 			 d->id[0] ? d->id : d->path, d->driver, d->serial[0] ? d->serial : "-",
 			 d->node[0] ? d->node : "-", d->file[0] ? " file=" : "", d->file,
-			 p->ndrives > 1 ? " +more" : "", "");
+			 p->ndrives > 1 ? " +more" : "");
 	}
 	snprintf(buf, len, "slot %-4d %-7s 00:%02x.%d  %s  %s", p->slot, p->id, p->dev, p->fn, regs, drive);
 }

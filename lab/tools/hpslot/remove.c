@@ -1,0 +1,695 @@
+/* hpslot remove --orderly [--cancel] | --surprise */
+#include "hpslot.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_EV 1024
+
+/* ---- one pause: stop, save 0xCF8 ... restore 0xCF8, cont ------------------ */
+struct pause {
+	bool stopped, cf8_saved, not_running;
+	uint32_t cf8;
+	long long stop_sent, stop_done, cont_sent, cont_done;	/* monotonic ns */
+	long long stop_real;
+};
+
+static int pause_begin(struct hp_ctx *h, struct pause *ps, char *err, size_t len)
+{
+	char st[64];
+
+	memset(ps, 0, sizeof(*ps));
+	/* resume later only what was running: check right before stopping */
+	if (!hp_qemu_running(h, st, sizeof(st))) {
+		snprintf(err, len, "the domain is not running (QEMU status %s)", st);
+		ps->not_running = true;
+		return -1;
+	}
+	hp_signals_block(true);
+	ps->stop_real = hp_real_ns();
+	ps->stop_sent = hp_mono_ns();
+	if (hp_vm_stop(h, err, len)) {
+		/* did it stop anyway (e.g. a libvirt timeout)? then resume it later */
+		if (!hp_qemu_running(h, st, sizeof(st)) && !strcmp(st, "paused")) {
+			ps->stopped = true;
+			return -1;
+		}
+		hp_signals_block(false);
+		return -1;
+	}
+	ps->stop_done = hp_mono_ns();
+	ps->stopped = true;
+	if (hp_cf8_save(h, &ps->cf8, err, len))
+		return -1;
+	ps->cf8_saved = true;
+	return 0;
+}
+
+/* Always resumes (if stopped). Returns -1 if restoring 0xCF8 or resuming failed. */
+static int pause_end(struct hp_ctx *h, struct pause *ps, char *err, size_t len)
+{
+	int rc = 0;
+	char e[512];
+
+	if (ps->cf8_saved && hp_cf8_set(h, ps->cf8, e, sizeof(e))) {
+		snprintf(err, len, "restoring 0xCF8: %s", e);
+		rc = -1;
+	}
+	if (ps->stopped) {
+		ps->cont_sent = hp_mono_ns();
+		if (hp_vm_cont(h, e, sizeof(e))) {
+			snprintf(err, len, "resuming: %s", e);
+			rc = -1;
+		} else {
+			ps->stopped = false;
+		}
+		ps->cont_done = hp_mono_ns();
+		hp_signals_block(false);
+	}
+	return rc;
+}
+
+static int slot_read(struct hp_ctx *h, struct hp_port *p, uint16_t *ctl, uint16_t *sta, char *err, size_t len)
+{
+	uint32_t v;
+	if (hp_cfg_read32(h, p->dev, p->fn, p->exp + EXP_SLTCTL, &v, err, len))
+		return -1;
+	*ctl = (uint16_t)v;
+	*sta = (uint16_t)(v >> 16);
+	return 0;
+}
+
+/* after slot_read, 0xCF8 still addresses the Slot Control dword */
+static int slot_write_here(struct hp_ctx *h, struct hp_port *p, uint16_t val, char *err, size_t len)
+{
+	return hp_cfg_write16(h, p->exp + EXP_SLTCTL, val, err, len);
+}
+
+static int slot_write(struct hp_ctx *h, struct hp_port *p, uint16_t val, char *err, size_t len)
+{
+	if (hp_cf8_set(h, hp_cf8_address(0, p->dev, p->fn, p->exp + EXP_SLTCTL), err, len))
+		return -1;
+	return slot_write_here(h, p, val, err, len);
+}
+
+static const char *dev_ref(const struct hp_port *p)
+{
+	return p->drive.id[0] ? p->drive.id : p->drive.path;
+}
+
+static int device_del(struct hp_ctx *h, const char *id, char *err, size_t len)
+{
+	struct json_object *a = json_object_new_object();
+	json_object_object_add(a, "id", json_object_new_string(id));
+	return hp_qmp(h, "device_del", a, NULL, err, len);
+}
+
+/* Is the device (id or QOM path) still there? 1 yes, 0 no, -1 unknown. */
+static int device_present(struct hp_ctx *h, const struct hp_port *p)
+{
+	struct json_object *a = json_object_new_object(), *r;
+	char err[256], path[200];
+
+	snprintf(path, sizeof(path), "%s", p->drive.path);
+	json_object_object_add(a, "path", json_object_new_string(path));
+	json_object_object_add(a, "property", json_object_new_string("type"));
+	if (hp_qmp(h, "qom-get", a, &r, err, sizeof(err)))
+		return strstr(err, "not found") ? 0 : -1;
+	json_object_put(r);
+	return 1;
+}
+
+static long long event_ts_ns(struct hp_ctx *h, const char *name, const char *device, long long after_real_ns)
+{
+	struct hp_event *ev = calloc(MAX_EV, sizeof(*ev));
+	long long ts = -1;
+	int n = hp_events(h, ev, MAX_EV);
+	for (int i = 0; i < n; i++) {
+		if (strcmp(ev[i].name, name))
+			continue;
+		if (device && strcmp(ev[i].device, device) && strcmp(ev[i].path, device))
+			continue;
+		if (ev[i].ts_us * 1000 < after_real_ns - 1000000)	/* 1 ms slack */
+			continue;
+		ts = ev[i].ts_us * 1000;
+		break;
+	}
+	free(ev);
+	return ts;
+}
+
+static struct json_object *slot_base(const struct hp_port *p)
+{
+	struct json_object *s = json_object_new_object();
+	char b[32];
+	json_object_object_add(s, "slot", json_object_new_int(p->slot));
+	json_object_object_add(s, "port", json_object_new_string(p->id));
+	snprintf(b, sizeof(b), "00:%02x.%d", p->dev, p->fn);
+	json_object_object_add(s, "address", json_object_new_string(b));
+	json_object_object_add(s, "device", json_object_new_string(dev_ref(p)));
+	json_object_object_add(s, "serial", p->drive.serial[0] ? json_object_new_string(p->drive.serial) : NULL);
+	json_object_object_add(s, "node", p->drive.node[0] ? json_object_new_string(p->drive.node) : NULL);
+	return s;
+}
+
+static void set_str(struct json_object *o, const char *k, const char *v)
+{
+	json_object_object_add(o, k, json_object_new_string(v));
+}
+
+/* ---- surprise ------------------------------------------------------------ */
+
+struct yank {
+	uint16_t ctl0, sta0, ctl1, sta1;
+	long long yank_real, yank_mono;
+	double guest_off, guest_done;	/* s after resume, -1 not seen */
+	bool read_ok, yanked, restored, read_after;
+	char err[512];
+};
+
+static int surprise(struct hp_args *a, struct hp_out *o, struct hp_ctx *h, struct hp_topo *t,
+		    struct hp_port **ports)
+{
+	struct yank *y = calloc((size_t)a->nslots, sizeof(*y));
+	struct pause ps;
+	char err[512] = "", perr[512] = "";
+	int rc = HP_EXIT_OK, failed = 0;
+	long long t_before = hp_real_ns();
+
+	if (pause_begin(h, &ps, err, sizeof(err))) {
+		if (!ps.stopped) {
+			hp_fail(o, "could not stop the domain: %s; nothing changed", err);
+			free(y);
+			return ps.not_running ? HP_EXIT_REFUSED : HP_EXIT_FAILED;
+		}
+		/* stopped but 0xCF8 unreadable: resume, nothing changed */
+		pause_end(h, &ps, perr, sizeof(perr));
+		hp_fail(o, "%s; resumed, nothing changed", err);
+		free(y);
+		return HP_EXIT_FAILED;
+	}
+	for (int i = 0; i < a->nslots; i++) {
+		struct hp_port *p = ports[i];
+		struct yank *s = &y[i];
+		if (slot_read(h, p, &s->ctl0, &s->sta0, s->err, sizeof(s->err)))
+			continue;
+		s->read_ok = true;
+		s->yank_mono = hp_mono_ns();
+		s->yank_real = hp_real_ns();
+		if (slot_write_here(h, p, hp_yank_value(s->ctl0), s->err, sizeof(s->err))) {
+			/* the power-off write may or may not have happened: put the old value back */
+			char e2[256];
+			slot_write(h, p, s->ctl0, e2, sizeof(e2));
+			continue;
+		}
+		s->yanked = true;
+		if (slot_write_here(h, p, s->ctl0, s->err, sizeof(s->err))) {
+			char e2[256];
+			if (slot_write(h, p, s->ctl0, e2, sizeof(e2)))
+				continue;
+			s->err[0] = 0;
+		}
+		s->restored = true;
+		uint32_t v;
+		if (!hp_cfg_read32_here(h, &v, s->err, sizeof(s->err))) {
+			s->ctl1 = (uint16_t)v;
+			s->sta1 = (uint16_t)(v >> 16);
+			s->read_after = true;
+		}
+	}
+	if (pause_end(h, &ps, perr, sizeof(perr))) {
+		hp_fail(o, "%s", perr);
+		rc = HP_EXIT_FAILED;
+	}
+	double paused_ms = (ps.cont_done - ps.stop_sent) / 1e6;
+	json_object_object_add(o->root, "paused_ms", hp_num(paused_ms, 3));
+	json_object_object_add(o->root, "paused_min_ms",
+			       hp_num((ps.cont_sent - ps.stop_done) / 1e6, 3));
+	json_object_object_add(o->root, "stop_ns", json_object_new_int64(ps.stop_real));
+	long long resumed_real = ps.stop_real + (ps.cont_done - ps.stop_sent);
+	json_object_object_add(o->root, "resumed_ns", json_object_new_int64(resumed_real));
+
+	/* QEMU's own STOP/RESUME timestamps (monitor events), when they came */
+	long long ev_stop = -1, ev_resume = -1;
+	for (double t0 = hp_mono(); hp_mono() - t0 < 0.5;) {
+		ev_stop = event_ts_ns(h, "STOP", NULL, t_before);
+		ev_resume = event_ts_ns(h, "RESUME", NULL, t_before);
+		if (ev_stop > 0 && ev_resume > 0)
+			break;
+		hp_sleep(0.01);
+	}
+	if (ev_stop > 0 && ev_resume > 0)
+		json_object_object_add(o->root, "paused_qemu_ms", hp_num((ev_resume - ev_stop) / 1e6, 3));
+	else
+		json_object_object_add(o->root, "paused_qemu_ms", NULL);
+	char qms[64] = "n/a";
+	if (ev_stop > 0 && ev_resume > 0)
+		snprintf(qms, sizeof(qms), "%.1f ms", (ev_resume - ev_stop) / 1e6);
+	hp_say(o, "domain %s paused %.1f ms (QEMU STOP->RESUME %s) for %d slot(s); resumed at %lld ns realtime\n",
+	       a->domain, paused_ms, qms, a->nslots, resumed_real);
+
+	/* --wait-guest: watch the guest tear the slots down (no pause) */
+	for (int i = 0; i < a->nslots; i++)
+		y[i].guest_off = y[i].guest_done = -1;
+	if (a->wait_guest > 0) {
+		int left = a->nslots;
+		while (left > 0 && (hp_mono_ns() - ps.cont_done) / 1e9 < a->wait_guest) {
+			for (int i = 0; i < a->nslots; i++) {
+				struct hp_port *p = ports[i];
+				char e[256];
+				if (y[i].guest_done >= 0 || hp_port_read_regs(h, t, p, e, sizeof(e)))
+					continue;
+				double now = (hp_mono_ns() - ps.cont_done) / 1e9;
+				if (!hp_power_on(p->sltctl) && y[i].guest_off < 0)
+					y[i].guest_off = now;
+				if (!hp_power_on(p->sltctl) && hp_pic(p->sltctl) == SLTCTL_IND_OFF) {
+					y[i].guest_done = now;
+					left--;
+				}
+			}
+			hp_sleep(0.02);
+		}
+		json_object_object_add(o->root, "wait_guest_s", hp_num(a->wait_guest, 1));
+	}
+
+	for (int i = 0; i < a->nslots; i++) {
+		struct hp_port *p = ports[i];
+		struct yank *s = &y[i];
+		struct json_object *j = slot_base(p);
+		const char *leftover = "none";
+		if (a->wait_guest > 0) {
+			json_object_object_add(j, "guest_power_off_s", s->guest_off >= 0 ? hp_num(s->guest_off, 3) : NULL);
+			json_object_object_add(j, "guest_done_s", s->guest_done >= 0 ? hp_num(s->guest_done, 3) : NULL);
+			json_object_object_add(j, "guest_done", json_object_new_boolean(s->guest_done >= 0));
+		}
+		char lerr[512] = "";
+
+		if (s->read_ok) {
+			json_object_object_add(j, "sltctl_before", hp_hex16(s->ctl0));
+			json_object_object_add(j, "sltsta_before", hp_hex16(s->sta0));
+		}
+		if (s->yanked) {
+			json_object_object_add(j, "yank_ns", json_object_new_int64(s->yank_real));
+			json_object_object_add(j, "yank_after_stop_ms",
+					       hp_num((s->yank_mono - ps.stop_sent) / 1e6, 3));
+			json_object_object_add(j, "yank_value", hp_hex16(hp_yank_value(s->ctl0)));
+		}
+		if (s->read_after) {
+			json_object_object_add(j, "sltctl_after", hp_hex16(s->ctl1));
+			json_object_object_add(j, "sltsta_after", hp_hex16(s->sta1));
+		}
+		json_object_object_add(j, "restored", json_object_new_boolean(s->restored));
+		int present = device_present(h, p);
+		if (present == 1 && s->read_ok) {
+			/* QEMU kept the device (e.g. the slot was already powered off, so
+			 * the write was no power-off transition): delete the leftover. */
+			char derr[256];
+			leftover = "present";
+			if (device_del(h, dev_ref(p), derr, sizeof(derr))) {
+				snprintf(lerr, sizeof(lerr), "device_del of the leftover: %s", derr);
+			} else {
+				for (double t0 = hp_mono(); hp_mono() - t0 < 2.0; hp_sleep(0.05))
+					if ((present = device_present(h, p)) == 0)
+						break;
+				leftover = present == 0 ? "deleted" : "delete-pending";
+			}
+		}
+		/* DEVICE_DELETED comes when QEMU finalizes the object: may lag a little */
+		long long ev = -1;
+		for (double w0 = hp_mono(); present == 0 && hp_mono() - w0 < 0.5; hp_sleep(0.02))
+			if ((ev = event_ts_ns(h, "DEVICE_DELETED", p->drive.id[0] ? p->drive.id : p->drive.path,
+					      t_before)) > 0)
+				break;
+		json_object_object_add(j, "device_deleted_ns", ev > 0 ? json_object_new_int64(ev) : NULL);
+		set_str(j, "leftover", leftover);
+		bool unplugged = s->read_after && !(s->sta1 & SLTSTA_PDS);
+		json_object_object_add(j, "unplugged", json_object_new_boolean(unplugged));
+		const char *result;
+		if (present == 0 && s->yanked && s->restored)
+			result = "removed";
+		else if (present == 0)
+			result = "removed-with-errors";
+		else
+			result = "failed";
+		set_str(j, "result", result);
+		char fl0[64] = "", fl1[64] = "";
+		hp_sltsta_flags(s->sta0, fl0, sizeof(fl0));
+		hp_sltsta_flags(s->sta1, fl1, sizeof(fl1));
+		if (s->err[0] || lerr[0]) {
+			char e[1100];
+			snprintf(e, sizeof(e), "%s%s%s", s->err, s->err[0] && lerr[0] ? "; " : "", lerr);
+			set_str(j, "error", e);
+			fprintf(stderr, "hpslot: slot %d: %s\n", p->slot, e);
+		}
+		if (strcmp(result, "removed"))
+			failed++;
+		json_object_array_add(o->slots, j);
+		hp_say(o, "slot %-4d %-7s %s %-8s yank at %lld ns (+%.1f ms)  sltctl 0x%04x->0x%04x->0x%04x  "
+		       "sltsta 0x%04x [%s] -> 0x%04x [%s]  leftover=%s\n",
+		       p->slot, p->id, dev_ref(p), result, s->yank_real, (s->yank_mono - ps.stop_sent) / 1e6,
+		       s->ctl0, hp_yank_value(s->ctl0), s->ctl1, s->sta0, fl0, s->sta1, fl1, leftover);
+		if (a->wait_guest > 0 && s->guest_done >= 0)
+			hp_say(o, "          guest powered the slot off %.3f s and finished %.3f s after resume\n",
+			       s->guest_off, s->guest_done);
+		else if (a->wait_guest > 0)
+			hp_say(o, "          guest did not finish the teardown within %.1f s (powered off: %s)\n",
+			       a->wait_guest, s->guest_off >= 0 ? "yes" : "no");
+	}
+	free(y);
+	if (failed && rc == HP_EXIT_OK) {
+		hp_fail(o, "%d of %d slot(s) were not removed", failed, a->nslots);
+		rc = HP_EXIT_FAILED;
+	}
+	return rc;
+}
+
+/* ---- orderly ------------------------------------------------------------- */
+
+struct ord {
+	bool pressed, gone, abpe_cleared, abpe_restored, blinked, second, kept;
+	uint16_t ctl0;
+	long long del_real, del_mono, gone_mono;
+	char err[512];
+};
+
+static int restore_abpe(struct hp_ctx *h, struct hp_port **ports, struct ord *s, int n, double *paused,
+			char *err, size_t len)
+{
+	struct pause ps;
+	int rc = 0;
+
+	if (pause_begin(h, &ps, err, len)) {
+		if (ps.stopped)
+			pause_end(h, &ps, err + strlen(err), len - strlen(err));
+		return -1;
+	}
+	for (int i = 0; i < n; i++) {
+		uint16_t c, st;
+		if (!s[i].abpe_cleared || s[i].abpe_restored)
+			continue;
+		if (slot_read(h, ports[i], &c, &st, s[i].err, sizeof(s[i].err)) ||
+		    slot_write_here(h, ports[i], c | SLTCTL_ABPE, s[i].err, sizeof(s[i].err))) {
+			rc = -1;
+			continue;
+		}
+		s[i].abpe_restored = true;
+	}
+	if (pause_end(h, &ps, err, len))
+		rc = -1;
+	*paused += (ps.cont_done - ps.stop_sent) / 1e9;
+	return rc;
+}
+
+static int orderly(struct hp_args *a, struct hp_out *o, struct hp_ctx *h, struct hp_topo *t,
+		   struct hp_port **ports)
+{
+	struct ord *s = calloc((size_t)a->nslots, sizeof(*s));
+	char err[512] = "";
+	int rc = HP_EXIT_OK, pending = 0;
+	double paused = 0;	/* seconds the VM was stopped after the first press */
+	long long last_press = 0;
+	long long t_before = hp_real_ns();
+
+	json_object_object_add(o->root, "timeout_s", hp_num(a->timeout, 1));
+	json_object_object_add(o->root, "cancel", json_object_new_boolean(a->cancel));
+
+	if (a->cancel) {
+		/* Hold the first press back from the guest: clear Attention Button
+		 * Pressed Enable so QEMU only latches ABP (see `hpslot remove --help`). */
+		struct pause ps;
+		if (pause_begin(h, &ps, err, sizeof(err))) {
+			if (ps.stopped)
+				pause_end(h, &ps, err + strlen(err), sizeof(err) - strlen(err));
+			hp_fail(o, "could not pause the domain: %s; nothing changed", err);
+			free(s);
+			return HP_EXIT_FAILED;
+		}
+		for (int i = 0; i < a->nslots; i++) {
+			uint16_t st;
+			if (slot_read(h, ports[i], &s[i].ctl0, &st, s[i].err, sizeof(s[i].err)))
+				continue;
+			if (!(s[i].ctl0 & SLTCTL_ABPE)) {
+				snprintf(s[i].err, sizeof(s[i].err), "the guest has not enabled attention button "
+					 "interrupts (Slot Control 0x%04x): it cannot cancel", s[i].ctl0);
+				continue;
+			}
+			if (slot_write_here(h, ports[i], s[i].ctl0 & ~SLTCTL_ABPE, s[i].err, sizeof(s[i].err))) {
+				char e2[256];
+				slot_write(h, ports[i], s[i].ctl0, e2, sizeof(e2));
+				continue;
+			}
+			s[i].abpe_cleared = true;
+		}
+		if (pause_end(h, &ps, err, sizeof(err)))
+			hp_fail(o, "%s", err);
+		bool all = true;
+		for (int i = 0; i < a->nslots; i++)
+			all = all && s[i].abpe_cleared;
+		if (!all) {
+			char e2[512];
+			restore_abpe(h, ports, s, a->nslots, &paused, e2, sizeof(e2));
+			for (int i = 0; i < a->nslots; i++)
+				if (s[i].err[0])
+					hp_fail(o, "slot %d: %s", ports[i]->slot, s[i].err);
+			hp_fail(o, "cancel not possible; Slot Control restored, nothing removed");
+			free(s);
+			return HP_EXIT_FAILED;
+		}
+	}
+
+	/* first press */
+	for (int i = 0; i < a->nslots; i++) {
+		s[i].del_real = hp_real_ns();
+		s[i].del_mono = hp_mono_ns();
+		if (device_del(h, dev_ref(ports[i]), s[i].err, sizeof(s[i].err)))
+			continue;
+		s[i].pressed = true;
+		pending++;
+	}
+	long long t0 = hp_mono_ns();
+
+	if (a->cancel) {
+		/* let the guest see the press 2 s later, so its 5 s window outlasts
+		 * QEMU's 5 s refusal of a second device_del */
+		hp_sleep(2.0 - (hp_mono_ns() - t0) / 1e9);
+		char e2[512];
+		if (restore_abpe(h, ports, s, a->nslots, &paused, e2, sizeof(e2)))
+			hp_fail(o, "restoring Attention Button Pressed Enable: %s", e2);
+		long long tg = hp_mono_ns();
+		/* wait until the guest blinks */
+		for (double w0 = hp_mono(); hp_mono() - w0 < 2.5;) {
+			int blinking = 0;
+			for (int i = 0; i < a->nslots; i++) {
+				char e3[256];
+				if (!s[i].pressed || s[i].blinked)
+					continue;
+				if (!hp_port_read_regs(h, t, ports[i], e3, sizeof(e3)) &&
+				    hp_pic(ports[i]->sltctl) == SLTCTL_IND_BLINK)
+					s[i].blinked = true;
+			}
+			for (int i = 0; i < a->nslots; i++)
+				blinking += !s[i].pressed || s[i].blinked;
+			if (blinking == a->nslots)
+				break;
+			hp_sleep(0.05);
+		}
+		/* QEMU refuses another device_del for 5 s of guest (virtual) time */
+		double due = 5.0 + paused + 0.25;
+		hp_sleep(due - (hp_mono_ns() - t0) / 1e9);
+		int todo = 0;
+		for (int i = 0; i < a->nslots; i++)
+			todo += s[i].pressed && s[i].blinked;
+		while (todo > 0 && (hp_mono_ns() - tg) / 1e9 < 4.3) {
+			struct pause ps;
+			bool retry = false;
+			if (pause_begin(h, &ps, err, sizeof(err))) {
+				if (ps.stopped)
+					pause_end(h, &ps, err + strlen(err), sizeof(err) - strlen(err));
+				break;
+			}
+			for (int i = 0; i < a->nslots; i++) {
+				uint16_t c, st;
+				char e3[512];
+				if (!s[i].pressed || !s[i].blinked || s[i].second)
+					continue;
+				if (slot_read(h, ports[i], &c, &st, s[i].err, sizeof(s[i].err)))
+					continue;
+				if (hp_pic(c) != SLTCTL_IND_BLINK) {
+					snprintf(s[i].err, sizeof(s[i].err), "the guest stopped blinking before the "
+						 "second press (Slot Control 0x%04x)", c);
+					s[i].second = true;	/* give up on this one */
+					todo--;
+					continue;
+				}
+				/* QEMU refuses device_del while the indicator blinks */
+				if (slot_write_here(h, ports[i], hp_sltctl_with_pic(c, SLTCTL_IND_ON), s[i].err,
+						    sizeof(s[i].err)))
+					continue;
+				if (device_del(h, dev_ref(ports[i]), e3, sizeof(e3))) {
+					char e4[256];
+					slot_write(h, ports[i], c, e4, sizeof(e4));	/* back to blink */
+					if (strstr(e3, "already in the process")) {
+						retry = true;
+					} else {
+						snprintf(s[i].err, sizeof(s[i].err), "second press: %.480s", e3);
+						s[i].second = true;
+						todo--;
+					}
+					continue;
+				}
+				s[i].second = true;
+				s[i].kept = true;	/* verified below */
+				last_press = hp_mono_ns();
+				todo--;
+			}
+			if (pause_end(h, &ps, err, sizeof(err)))
+				hp_fail(o, "%s", err);
+			paused += (ps.cont_done - ps.stop_sent) / 1e9;
+			if (!retry)
+				break;
+			hp_sleep(0.1);
+		}
+		/* after the guest's window (+ its 1 s power-off wait) the drive must still be there */
+		hp_sleep(5.0 + 1.5 - (hp_mono_ns() - tg) / 1e9);
+		/* and until QEMU accepts a device_del of the drive again (5 s after
+		 * the second press), so the slot is back to normal when we return */
+		if (last_press)
+			hp_sleep(5.1 - (hp_mono_ns() - last_press) / 1e9);
+		for (int i = 0; i < a->nslots; i++) {
+			char e3[256];
+			struct json_object *j = slot_base(ports[i]);
+			int present = device_present(h, ports[i]);
+			hp_port_read_regs(h, t, ports[i], e3, sizeof(e3));
+			struct hp_port *p = ports[i];
+			bool ok = s[i].kept && present == 1 && (p->sltsta & SLTSTA_PDS) && hp_power_on(p->sltctl) &&
+				  hp_pic(p->sltctl) == SLTCTL_IND_ON;
+			json_object_object_add(j, "cancelled", json_object_new_boolean(ok));
+			json_object_object_add(j, "second_press", json_object_new_boolean(s[i].kept));
+			json_object_object_add(j, "guest_blinked", json_object_new_boolean(s[i].blinked));
+			json_object_object_add(j, "sltctl_after", hp_hex16(p->sltctl));
+			json_object_object_add(j, "sltsta_after", hp_hex16(p->sltsta));
+			set_str(j, "result", ok ? "kept" : present == 0 ? "removed" : "failed");
+			if (!ok && !s[i].err[0])
+				snprintf(s[i].err, sizeof(s[i].err), "after the window: device %s, Slot Control "
+					 "0x%04x, Slot Status 0x%04x", present == 1 ? "present" : present == 0 ?
+					 "gone" : "unknown", p->sltctl, p->sltsta);
+			if (s[i].err[0]) {
+				set_str(j, "error", s[i].err);
+				fprintf(stderr, "hpslot: slot %d: %s\n", p->slot, s[i].err);
+			}
+			if (!ok)
+				rc = HP_EXIT_FAILED;
+			json_object_array_add(o->slots, j);
+			hp_say(o, "slot %-4d %-7s %s %s (Slot Control 0x%04x, Slot Status 0x%04x)\n", p->slot, p->id,
+			       dev_ref(p), ok ? "kept: the guest cancelled the removal" : "NOT kept", p->sltctl, p->sltsta);
+		}
+		json_object_object_add(o->root, "paused_ms", hp_num(paused * 1000, 3));
+		if (rc)
+			hp_fail(o, "the removal was not cancelled in every slot");
+		free(s);
+		return rc;
+	}
+
+	/* wait for DEVICE_DELETED / the device to vanish */
+	while (pending > 0 && (hp_mono_ns() - t0) / 1e9 < a->timeout) {
+		hp_sleep(0.1);
+		for (int i = 0; i < a->nslots; i++) {
+			if (!s[i].pressed || s[i].gone)
+				continue;
+			if (device_present(h, ports[i]) == 0) {
+				s[i].gone = true;
+				s[i].gone_mono = hp_mono_ns();
+				pending--;
+			}
+		}
+	}
+	hp_sleep(0.05);		/* let the last events arrive */
+	for (int i = 0; i < a->nslots; i++) {
+		struct hp_port *p = ports[i];
+		struct json_object *j = slot_base(p);
+		double after = -1;
+		if (s[i].gone) {
+			long long ev = event_ts_ns(h, "DEVICE_DELETED", p->drive.id[0] ? p->drive.id : p->drive.path,
+						   t_before);
+			after = ev > 0 ? (ev - s[i].del_real) / 1e9 : (s[i].gone_mono - s[i].del_mono) / 1e9;
+			json_object_object_add(j, "device_deleted_ns", ev > 0 ? json_object_new_int64(ev) : NULL);
+			json_object_object_add(j, "deleted_after_s", hp_num(after, 3));
+			json_object_object_add(j, "timing_from", json_object_new_string(ev > 0 ? "event" : "poll"));
+		} else {
+			json_object_object_add(j, "deleted_after_s", NULL);
+		}
+		json_object_object_add(j, "device_del_ns", json_object_new_int64(s[i].del_real));
+		const char *result = s[i].gone ? "removed" : s[i].pressed ? "timeout" : "failed";
+		set_str(j, "result", result);
+		if (!s[i].gone && s[i].pressed)
+			snprintf(s[i].err, sizeof(s[i].err), "device %s still present %.1f s after device_del "
+				 "(the guest has not finished the removal; it may still do so later)", dev_ref(p), a->timeout);
+		if (s[i].err[0]) {
+			set_str(j, "error", s[i].err);
+			fprintf(stderr, "hpslot: slot %d: %s\n", p->slot, s[i].err);
+			rc = HP_EXIT_FAILED;
+		}
+		json_object_array_add(o->slots, j);
+		if (s[i].gone)
+			hp_say(o, "slot %-4d %-7s %s removed %.2f s after device_del\n", p->slot, p->id, dev_ref(p), after);
+		else
+			hp_say(o, "slot %-4d %-7s %s %s\n", p->slot, p->id, dev_ref(p), result);
+	}
+	if (rc)
+		hp_fail(o, "not every drive was removed");
+	free(s);
+	return rc;
+}
+
+int cmd_remove(struct hp_args *a, struct hp_out *o)
+{
+	struct hp_ctx *h = NULL;
+	struct hp_topo t;
+	struct hp_port *ports[HP_MAX_SLOTS];
+	int rc = hp_prepare(a, o, &h, &t, ports, true, true);
+
+	json_object_object_add(o->root, "mode",
+			       json_object_new_string(a->mode == HP_MODE_SURPRISE ? "surprise" : "orderly"));
+	if (rc)
+		goto out;
+	for (int i = 0; i < a->nslots; i++) {
+		struct hp_port *p = ports[i];
+		if (!p->ndrives) {
+			hp_fail(o, "slot %d (%s) holds no drive; nothing changed", p->slot, p->id);
+			rc = HP_EXIT_REFUSED;
+			goto out;
+		}
+		if (!p->regs) {
+			hp_fail(o, "slot %d (%s): its slot registers could not be read; nothing changed", p->slot, p->id);
+			rc = HP_EXIT_REFUSED;
+			goto out;
+		}
+		if (a->mode == HP_MODE_ORDERLY && hp_pic(p->sltctl) == SLTCTL_IND_BLINK) {
+			hp_fail(o, "slot %d (%s): the guest is busy with it (power indicator blinking: a removal "
+				"or add is in progress); nothing changed", p->slot, p->id);
+			rc = HP_EXIT_REFUSED;
+			goto out;
+		}
+		if (a->mode == HP_MODE_ORDERLY && a->cancel && !hp_power_on(p->sltctl)) {
+			hp_fail(o, "slot %d (%s) is powered off: device_del would unplug at once, there is "
+				"nothing to cancel; nothing changed", p->slot, p->id);
+			rc = HP_EXIT_REFUSED;
+			goto out;
+		}
+	}
+	/* remember the serials, so `hpslot add` can bump them */
+	for (int i = 0; i < a->nslots; i++)
+		if (ports[i]->drive.serial[0])
+			hp_remember_serial(h, ports[i]->slot, ports[i]->drive.serial);
+
+	/* --cancel changes Slot Control for seconds: hold signals back until it is restored */
+	if (a->cancel)
+		hp_signals_block(true);
+	rc = a->mode == HP_MODE_SURPRISE ? surprise(a, o, h, &t, ports) : orderly(a, o, h, &t, ports);
+	if (a->cancel)
+		hp_signals_block(false);
+out:
+	hp_topo_free(&t);
+	hp_close(h);
+	return rc;
+}
