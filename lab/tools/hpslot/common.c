@@ -1,7 +1,11 @@
 /* Helpers shared by the commands: preparation, output, pausing, serials. */
 #include "hpslot.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
+#include <unistd.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -131,6 +135,50 @@ bool hp_qemu_running(struct hp_ctx *h, char *status, size_t len)
 		running = json_object_get_boolean(x);
 	json_object_put(r);
 	return running;
+}
+
+/* Pauses and 0xCF8/0xCFC sequences of two hpslot processes on one domain
+ * must not interleave: a per-domain flock around each of them (the lock
+ * dies with the process). */
+static int lock_fd = -1, lock_depth;
+
+int hp_lock(struct hp_ctx *h, char *err, size_t len)
+{
+	char path[512];
+	const char *domain = hp_domain_name(h);
+
+	if (lock_depth++)
+		return 0;
+	snprintf(path, sizeof(path), "/run/lock/hpslot.");
+	for (const char *c = domain; *c && strlen(path) < sizeof(path) - 8; c++) {
+		size_t n = strlen(path);
+		path[n] = (*c == '/' ? '_' : *c);
+		path[n + 1] = 0;
+	}
+	strcat(path, ".lock");
+	lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (lock_fd < 0)
+		return 0;	/* no lock directory: go on unlocked */
+	for (double t0 = hp_mono();; hp_sleep(0.01)) {
+		if (!flock(lock_fd, LOCK_EX | LOCK_NB))
+			return 0;
+		if (errno != EWOULDBLOCK || hp_mono() - t0 > 30) {
+			snprintf(err, len, "another hpslot holds %s (30 s)", path);
+			close(lock_fd);
+			lock_fd = -1;
+			lock_depth--;
+			return -1;
+		}
+	}
+}
+
+void hp_unlock(void)
+{
+	if (lock_depth > 0 && --lock_depth == 0 && lock_fd >= 0) {
+		flock(lock_fd, LOCK_UN);
+		close(lock_fd);
+		lock_fd = -1;
+	}
 }
 
 int hp_prepare(struct hp_args *a, struct hp_out *o, struct hp_ctx **hp, struct hp_topo *t,

@@ -286,6 +286,9 @@ int hp_default_serial(struct hp_ctx *h, int slot, char *out, size_t len, char *e
 /* Terminating signals are held back inside hp_signals_block(true) ... (false)
  * (nestable), i.e. while the VM is stopped; hp_signals_install() at start. */
 void hp_signals_install(void);
+/* Per-domain lock around pauses and 0xCF8/0xCFC sequences (nestable). */
+int hp_lock(struct hp_ctx *h, char *err, size_t len);
+void hp_unlock(void);
 void hp_signals_block(bool block);
 /* Stop / resume through QMP, returning the time taken. */
 int hp_vm_stop(struct hp_ctx *h, char *err, size_t errlen);

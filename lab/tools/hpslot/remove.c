@@ -25,6 +25,8 @@ static int pause_begin(struct hp_ctx *h, struct pause *ps, char *err, size_t len
 		ps->not_running = true;
 		return -1;
 	}
+	if (hp_lock(h, err, len))
+		return -1;
 	hp_signals_block(true);
 	ps->stop_real = hp_real_ns();
 	ps->stop_sent = hp_mono_ns();
@@ -35,6 +37,7 @@ static int pause_begin(struct hp_ctx *h, struct pause *ps, char *err, size_t len
 			return -1;
 		}
 		hp_signals_block(false);
+		hp_unlock();
 		return -1;
 	}
 	ps->stop_done = hp_mono_ns();
@@ -65,6 +68,7 @@ static int pause_end(struct hp_ctx *h, struct pause *ps, char *err, size_t len)
 		}
 		ps->cont_done = hp_mono_ns();
 		hp_signals_block(false);
+		hp_unlock();
 	}
 	return rc;
 }
@@ -232,8 +236,9 @@ static int surprise(struct hp_args *a, struct hp_out *o, struct hp_ctx *h, struc
 	/* QEMU's own STOP/RESUME timestamps (monitor events), when they came */
 	long long ev_stop = -1, ev_resume = -1;
 	for (double t0 = hp_mono(); hp_mono() - t0 < 0.5;) {
-		ev_stop = event_ts_ns(h, "STOP", NULL, t_before);
-		ev_resume = event_ts_ns(h, "RESUME", NULL, t_before);
+		/* ours: the first STOP after we sent stop, the first RESUME after cont */
+		ev_stop = event_ts_ns(h, "STOP", NULL, ps.stop_real);
+		ev_resume = event_ts_ns(h, "RESUME", NULL, ps.stop_real + (ps.cont_sent - ps.stop_sent));
 		if (ev_stop > 0 && ev_resume > 0)
 			break;
 		hp_sleep(0.01);

@@ -377,11 +377,14 @@ static int read_regs_cf8_all(struct hp_ctx *h, struct hp_topo *t, char *err, siz
 	int rc = 0;
 	char e2[256];
 
+	if (hp_lock(h, err, errlen))
+		return -1;
 	hp_domain_state(h, &running);
 	if (running) {
 		hp_signals_block(true);
 		if (hp_vm_stop(h, err, errlen)) {
 			hp_signals_block(false);
+			hp_unlock();
 			return -1;
 		}
 	}
@@ -403,6 +406,7 @@ static int read_regs_cf8_all(struct hp_ctx *h, struct hp_topo *t, char *err, siz
 		}
 		hp_signals_block(false);
 	}
+	hp_unlock();
 	return rc;
 }
 
