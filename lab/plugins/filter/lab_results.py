@@ -31,6 +31,77 @@ def lab_probe_report(stdout, rc, stderr=""):
     return report
 
 
+def _json_or_none(text):
+    try:
+        value = json.loads(text)
+        return value if isinstance(value, dict) else None
+    except (TypeError, ValueError):
+        return None
+
+
+def lab_hpslot_serials(stdout):
+    """SLOT=SERIAL for every drive `hpslot add --json` put in a slot."""
+    report = _json_or_none(stdout) or {}
+    return [f"{s['slot']}={s['serial']}" for s in report.get("slots", [])
+            if s.get("serial") and s.get("result", "ok") in ("ok", "added")]
+
+
+def lab_step_reports(results, names):
+    """One iteration of a scenario from its registered steps (guest probe
+    and host actuator calls, all printing JSON): ok only when every step ran
+    and exited 0; failed steps and failed checks become findings."""
+    steps, findings, ok = {}, [], True
+    for name, r in zip(names, results):
+        if r.get("skipped"):
+            ok = False
+            findings.append({"kind": "step", "line": f"{name}: not run (an earlier step failed)",
+                             "context": []})
+            steps[name] = None
+            continue
+        report = _json_or_none(r.get("stdout", ""))
+        steps[name] = report
+        if r.get("rc") != 0:
+            ok = False
+            failed = [c for c in (report or {}).get("checks", []) if not c.get("ok")]
+            lines = [f"{c['name']}: {c['detail']}" for c in failed] or \
+                (r.get("stderr", "") + "\n" + r.get("stdout", "")).strip().splitlines()[-10:]
+            findings.append({"kind": "step", "line": f"{name} failed (exit {r.get('rc')})",
+                             "context": lines[:40]})
+        findings += (report or {}).get("findings", [])
+    return {"ok": ok and not findings, "steps": steps, "findings": findings}
+
+
+def _p50_max(values):
+    values = sorted(v for v in values if v is not None)
+    if not values:
+        return {"p50": None, "max": None, "n": 0}
+    return {"p50": round(values[len(values) // 2], 3), "max": round(values[-1], 3), "n": len(values)}
+
+
+def lab_removal_metrics(reports):
+    """Per-phase removal latencies (ms after the first pciehp interrupt of
+    the yank) over every drive of every iteration: p50, max and count; the
+    time until the last drive was gone; the pause the yank took."""
+    phases = ["isr", "handled", "disconnected", "unbind_start", "unbound", "pci_removed",
+              "blockdev_gone", "fio_error"]
+    per_phase = {p: [] for p in phases}
+    last_gone, paused = [], []
+    for rep in reports:
+        collect = (rep.get("steps") or {}).get("collect") or {}
+        for slot in collect.get("slots", []):
+            if slot.get("expected_gone"):
+                for p in phases:
+                    per_phase[p].append((slot.get("ms") or {}).get(p))
+        last_gone.append(collect.get("last_gone_ms"))
+        yank = (rep.get("steps") or {}).get("yank") or {}
+        paused.append(yank.get("paused_ms"))
+    metrics = {f"{p}_ms": _p50_max(v) for p, v in per_phase.items()}
+    metrics["last_gone_ms"] = _p50_max(last_gone)
+    metrics["yank_pause_ms"] = _p50_max(paused)
+    metrics["clock"] = "guest CLOCK_MONOTONIC via tracefs (trace_clock=mono), 1 us resolution"
+    return metrics
+
+
 def lab_junit(summary):
     """JUnit XML of a summary: one testsuite, one testcase a (scenario, VM)."""
     from xml.sax.saxutils import escape, quoteattr
@@ -73,6 +144,9 @@ class FilterModule:
             "lab_probe_drive_args": lab_probe_drive_args,
             "lab_probe_report": lab_probe_report,
             "lab_junit": lab_junit,
+            "lab_hpslot_serials": lab_hpslot_serials,
+            "lab_step_reports": lab_step_reports,
+            "lab_removal_metrics": lab_removal_metrics,
             "lab_scenario_seconds": lab_scenario_seconds,
             "lab_format_phase": lab_format_phase,
         }

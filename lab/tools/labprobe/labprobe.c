@@ -10,6 +10,9 @@ static const struct {
 } cmds[] = {
 	{ "smoke", cmd_smoke, "--release R --slots N,... [--drive SLOT=SERIAL]... [--hostname H] [--cloud-init-wait S]" },
 	{ "findings", cmd_findings, "[--since-seq SEQ] [--context N]" },
+	{ "arm", cmd_arm, "--dir D --slots N,... [--fio N,...] [--fio-runtime S] [--hung-task-timeout S]" },
+	{ "collect", cmd_collect, "--dir D --expect-gone N,... [--timeout S] [--fio-timeout S]" },
+	{ "drives", cmd_drives, "--expect SLOT=SERIAL,... [--timeout S] [--verify-mib M]" },
 };
 
 static void usage(FILE *f)

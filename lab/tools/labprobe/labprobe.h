@@ -15,6 +15,16 @@ bool path_exists(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int write_str(const char *path, const char *val);
 void scopy(char *dst, size_t len, const char *src);	/* truncating copy */
 
+/* slots.c: what the guest sees in a hotplug slot */
+int slot_bus(const char *slot);
+bool slot_port(int bus, char *port, size_t len);
+int port_irqs(const char *port, int *irqs, int max);
+int bus_ctrls(int bus, char ctrls[][32], int max);
+int ctrl_namespaces(const char *ctrl, char nss[][32], int max);
+bool ctrl_serial(const char *ctrl, char *serial, size_t len);
+bool bus_has_device(int bus);
+int parse_list(char *arg, char **items, int max);
+
 /* findings.c: kernel log lines that fail a scenario */
 struct json_object *findings_scan(unsigned long long since_seq, int context);
 unsigned long long kmsg_last_seq(void);
@@ -30,5 +40,8 @@ void check(struct checks *c, bool ok, const char *name, const char *fmt, ...)
 
 int cmd_smoke(int argc, char **argv, struct json_object *out);
 int cmd_findings(int argc, char **argv, struct json_object *out);
+int cmd_arm(int argc, char **argv, struct json_object *out);
+int cmd_collect(int argc, char **argv, struct json_object *out);
+int cmd_drives(int argc, char **argv, struct json_object *out);
 
 #endif

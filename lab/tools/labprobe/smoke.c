@@ -20,19 +20,6 @@
 
 #define MAX_ITEMS 512
 
-/* Secondary bus of the port that pciehp serves for slot `slot`, or -1. */
-static int slot_bus(const char *slot)
-{
-	char addr[64];
-	unsigned int dom, bus;
-
-	if (read_linef(addr, sizeof(addr), "/sys/bus/pci/slots/%s/address", slot) < 0)
-		return -1;
-	if (sscanf(addr, "%x:%x", &dom, &bus) != 2)
-		return -1;
-	return (int)bus;
-}
-
 /* Is there a pciehp service device whose port's secondary bus is `bus`? */
 static bool pciehp_serves_bus(int bus)
 {
@@ -109,25 +96,14 @@ static int count_ctrls(void)
 	return n;
 }
 
-/* First namespace block device of controller `ctrl` (nvmeXnY), or false. */
 static bool find_namespace(const char *ctrl, char *ns, size_t len)
 {
-	char path[256];
-	DIR *d;
-	struct dirent *e;
-	bool found = false;
+	char nss[8][32];
 
-	snprintf(path, sizeof(path), "/sys/class/nvme/%s", ctrl);
-	d = opendir(path);
-	if (!d)
+	if (ctrl_namespaces(ctrl, nss, 8) < 1)
 		return false;
-	while (!found && (e = readdir(d)))
-		if (!strncmp(e->d_name, ctrl, strlen(ctrl)) && e->d_name[strlen(ctrl)] == 'n') {
-			scopy(ns, len, e->d_name);
-			found = true;
-		}
-	closedir(d);
-	return found;
+	scopy(ns, len, nss[0]);
+	return true;
 }
 
 /* cloud-init's init stage: 1 finished cleanly, 0 not yet, -1 with errors. */
@@ -172,8 +148,7 @@ int cmd_smoke(int argc, char **argv, struct json_object *out)
 			release = argv[++i];
 		} else if (!strcmp(argv[i], "--slots") && i + 1 < argc) {
 			slot_arg = strdup(argv[++i]);
-			for (char *t = strtok(slot_arg, ","); t && nslots < MAX_ITEMS; t = strtok(NULL, ","))
-				slots[nslots++] = t;
+			nslots = parse_list(slot_arg, slots, MAX_ITEMS);
 		} else if (!strcmp(argv[i], "--drive") && i + 1 < argc && ndrives < MAX_ITEMS) {
 			drives[ndrives++] = argv[++i];
 		} else if (!strcmp(argv[i], "--hostname") && i + 1 < argc) {

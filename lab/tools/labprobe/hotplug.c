@@ -1,0 +1,767 @@
+/* Hot-removal measurement, the same on every kernel variant.
+ *
+ *   labprobe arm --dir D --slots N,... [--fio N,...] [--fio-runtime S]
+ *                [--hung-task-timeout S]
+ *   labprobe collect --dir D --expect-gone N,... [--timeout S] [--fio-timeout S]
+ *   labprobe drives --expect N=SERIAL,... [--timeout S] [--verify-mib M]
+ *
+ * arm snapshots what each slot holds, starts kprobe events in a tracefs
+ * instance of its own (clock: mono, i.e. CLOCK_MONOTONIC, printed in us)
+ * and, optionally, a verifying fio job on each named drive, supervised by a
+ * background process that records when each job ends. The host then acts
+ * (hpslot). collect waits until the named slots are empty, reads the
+ * trace and reports per slot, relative to the first pciehp hard interrupt
+ * of the yank: (a) handled by pciehp, (b) marked disconnected, (c) nvme
+ * unbound, (d) pci_dev removed, (e) block device gone, and when fio saw
+ * its error. Events are attributed to slots by the pciehp IRQ thread they
+ * ran in (irq/<N>-pciehp), by interrupt number, or by device name.
+ * drives waits for drives to (re)appear with the expected serials and
+ * optionally write-verifies each with fio. */
+#include "labprobe.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define TRACEFS "/sys/kernel/tracing"
+#define INSTANCE TRACEFS "/instances/labprobe"
+#define MAXS 256
+
+static const struct {
+	const char *name;	/* event name in group labprobe */
+	const char *def;	/* kprobe_events definition after "X:labprobe/name " */
+	char type;
+	bool required;
+} probes[] = {
+	{ "lp_isr", "pciehp_isr irq=%di:s32", 'p', true },
+	{ "lp_change", "pciehp_handle_presence_or_link_change events=%si:x32", 'p', true },
+	{ "lp_unconf", "pciehp_unconfigure_device presence=%si:u8", 'p', true },
+	{ "lp_disc", "pci_dev_set_disconnected", 'p', false },
+	{ "lp_nvrm", "nvme_remove", 'p', true },
+	{ "lp_nvrm_ret", "nvme_remove", 'r', true },
+	{ "lp_del", "device_del name=+0(+0(%di)):string", 'p', true },
+	{ "lp_add", "device_add name=+0(+0(%di)):string", 'p', true },
+	{ "lp_conf", "pciehp_configure_device", 'p', false },
+};
+#define NPROBES (sizeof(probes) / sizeof(probes[0]))
+
+static double now_mono(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static int writef(const char *path, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int writef(const char *path, const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+	int fd, ret = 0;
+	ssize_t len;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	fd = open(path, O_WRONLY | O_APPEND);
+	if (fd < 0)
+		return -errno;
+	len = write(fd, buf, strlen(buf));
+	if (len < 0)
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+static void tracefs_mount(void)
+{
+	if (access(TRACEFS "/kprobe_events", F_OK))
+		mount("nodev", TRACEFS, "tracefs", 0, NULL);
+}
+
+static void probes_remove(void)
+{
+	char path[256];
+
+	for (size_t i = 0; i < NPROBES; i++) {
+		snprintf(path, sizeof(path), INSTANCE "/events/labprobe/%s/enable", probes[i].name);
+		writef(path, "0");
+	}
+	rmdir(INSTANCE);
+	for (size_t i = 0; i < NPROBES; i++)
+		writef(TRACEFS "/kprobe_events", "-:labprobe/%s\n", probes[i].name);
+}
+
+/* ---- slot snapshot ---- */
+
+struct slot {
+	char name[16];
+	int bus;
+	char port[32];
+	int irqs[8];
+	int nirqs;
+	char ctrls[4][32];
+	int nctrls;
+	char nss[8][32];
+	int nns;
+	/* collected */
+	double t[16];
+	bool fio;
+	int fio_rc;
+	double fio_end;
+	bool gone;
+};
+
+enum { T_ISR, T_HANDLED, T_DISC, T_UNBIND, T_UNBOUND, T_PCIDEL, T_BLKDEL, T_N };
+static const char *t_names[T_N] = {
+	"isr", "handled", "disconnected", "unbind_start", "unbound", "pci_removed", "blockdev_gone"
+};
+
+static void snapshot(struct slot *s, const char *name)
+{
+	memset(s, 0, sizeof(*s));
+	scopy(s->name, sizeof(s->name), name);
+	s->bus = slot_bus(name);
+	if (s->bus >= 0 && slot_port(s->bus, s->port, sizeof(s->port)))
+		s->nirqs = port_irqs(s->port, s->irqs, 8);
+	if (s->bus >= 0)
+		s->nctrls = bus_ctrls(s->bus, s->ctrls, 4);
+	for (int c = 0; c < s->nctrls; c++)
+		s->nns += ctrl_namespaces(s->ctrls[c], s->nss + s->nns, 8 - s->nns);
+	for (int i = 0; i < 16; i++)
+		s->t[i] = -1;
+}
+
+static struct json_object *slot_json(const struct slot *s)
+{
+	struct json_object *o = json_object_new_object(), *a;
+
+	json_object_object_add(o, "slot", json_object_new_string(s->name));
+	json_object_object_add(o, "bus", json_object_new_int(s->bus));
+	json_object_object_add(o, "port", json_object_new_string(s->port));
+	a = json_object_new_array();
+	for (int i = 0; i < s->nirqs; i++)
+		json_object_array_add(a, json_object_new_int(s->irqs[i]));
+	json_object_object_add(o, "irqs", a);
+	a = json_object_new_array();
+	for (int i = 0; i < s->nctrls; i++)
+		json_object_array_add(a, json_object_new_string(s->ctrls[i]));
+	json_object_object_add(o, "ctrls", a);
+	a = json_object_new_array();
+	for (int i = 0; i < s->nns; i++)
+		json_object_array_add(a, json_object_new_string(s->nss[i]));
+	json_object_object_add(o, "namespaces", a);
+	return o;
+}
+
+static int slot_from_json(struct json_object *o, struct slot *s)
+{
+	struct json_object *v, *a;
+
+	memset(s, 0, sizeof(*s));
+	for (int i = 0; i < 16; i++)
+		s->t[i] = -1;
+	if (!json_object_object_get_ex(o, "slot", &v))
+		return -1;
+	scopy(s->name, sizeof(s->name), json_object_get_string(v));
+	json_object_object_get_ex(o, "bus", &v);
+	s->bus = json_object_get_int(v);
+	json_object_object_get_ex(o, "port", &v);
+	scopy(s->port, sizeof(s->port), json_object_get_string(v));
+	json_object_object_get_ex(o, "irqs", &a);
+	for (size_t i = 0; a && i < json_object_array_length(a) && i < 8; i++)
+		s->irqs[s->nirqs++] = json_object_get_int(json_object_array_get_idx(a, i));
+	json_object_object_get_ex(o, "ctrls", &a);
+	for (size_t i = 0; a && i < json_object_array_length(a) && i < 4; i++)
+		scopy(s->ctrls[s->nctrls++], 32, json_object_get_string(json_object_array_get_idx(a, i)));
+	json_object_object_get_ex(o, "namespaces", &a);
+	for (size_t i = 0; a && i < json_object_array_length(a) && i < 8; i++)
+		scopy(s->nss[s->nns++], 32, json_object_get_string(json_object_array_get_idx(a, i)));
+	return 0;
+}
+
+/* ---- fio supervision ---- */
+
+static void supervise(const char *dir, struct slot *slots, int n, int runtime)
+{
+	pid_t pids[MAXS];
+	int idx[MAXS], np = 0;
+
+	signal(SIGCHLD, SIG_DFL);	/* the agent may have left it ignored */
+	for (int i = 0; i < n; i++) {
+		char out[300], file[64], rt[32];
+		pid_t pid;
+
+		if (!slots[i].fio || !slots[i].nns)
+			continue;
+		snprintf(out, sizeof(out), "--output=%.200s/fio-%.15s.json", dir, slots[i].name);
+		snprintf(file, sizeof(file), "--filename=/dev/%s", slots[i].nss[0]);
+		snprintf(rt, sizeof(rt), "--runtime=%d", runtime);
+		pid = fork();
+		if (pid == 0) {
+			execlp("fio", "fio", "--name=yank", file, "--ioengine=libaio", "--direct=1",
+			       "--rw=randwrite", "--bs=4k", "--iodepth=8", "--size=16M", "--time_based",
+			       rt, "--verify=crc32c", "--verify_backlog=256", "--verify_fatal=1",
+			       "--output-format=json", out, (char *)NULL);
+			_exit(127);
+		}
+		if (pid > 0) {
+			pids[np] = pid;
+			idx[np++] = i;
+		}
+	}
+	for (int left = np; left > 0;) {
+		int status;
+		pid_t pid = wait(&status);
+
+		if (pid < 0)
+			break;
+		for (int j = 0; j < np; j++) {
+			char path[300];
+
+			if (pids[j] != pid)
+				continue;
+			FILE *f;
+
+			snprintf(path, sizeof(path), "%.200s/fio-%.15s.exit", dir, slots[idx[j]].name);
+			f = fopen(path, "w");
+			if (f) {
+				fprintf(f, "%d %.6f\n", WIFEXITED(status) ? WEXITSTATUS(status) :
+					128 + WTERMSIG(status), now_mono());
+				fclose(f);
+			}
+			left--;
+		}
+	}
+}
+
+static unsigned long long ns_io(const char *ns)
+{
+	char line[256];
+	unsigned long long r = 0, w = 0, x;
+
+	if (read_linef(line, sizeof(line), "/sys/block/%s/stat", ns) < 0)
+		return 0;
+	sscanf(line, "%llu %llu %llu %llu %llu", &r, &x, &x, &x, &w);
+	return r + w;
+}
+
+/* ---- arm ---- */
+
+int cmd_arm(int argc, char **argv, struct json_object *out)
+{
+	const char *dir = NULL;
+	char *slot_names[MAXS], *fio_names[MAXS];
+	int nslots = 0, nfio = 0, runtime = 300, hung = 0;
+	static struct slot slots[MAXS];
+	struct json_object *state = json_object_new_object(), *arr, *pr;
+	struct checks c;
+	char path[300];
+
+	for (int i = 0; i < argc; i++) {
+		if (!strcmp(argv[i], "--dir") && i + 1 < argc)
+			dir = argv[++i];
+		else if (!strcmp(argv[i], "--slots") && i + 1 < argc)
+			nslots = parse_list(strdup(argv[++i]), slot_names, MAXS);
+		else if (!strcmp(argv[i], "--fio") && i + 1 < argc)
+			nfio = parse_list(strdup(argv[++i]), fio_names, MAXS);
+		else if (!strcmp(argv[i], "--fio-runtime") && i + 1 < argc)
+			runtime = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--hung-task-timeout") && i + 1 < argc)
+			hung = atoi(argv[++i]);
+		else {
+			fprintf(stderr, "labprobe arm: unknown argument '%s'\n", argv[i]);
+			return 2;
+		}
+	}
+	if (!dir || !nslots) {
+		fprintf(stderr, "labprobe arm: --dir and --slots are required\n");
+		return 2;
+	}
+	check_init(&c);
+	snprintf(path, sizeof(path), "mkdir -p '%s' && rm -f '%s'/fio-*", dir, dir);
+	if (system(path) != 0) {
+		fprintf(stderr, "labprobe arm: cannot prepare %s\n", dir);
+		return 2;
+	}
+
+	arr = json_object_new_array();
+	for (int i = 0; i < nslots; i++) {
+		snapshot(&slots[i], slot_names[i]);
+		for (int j = 0; j < nfio; j++)
+			if (!strcmp(fio_names[j], slot_names[i]))
+				slots[i].fio = true;
+		check(&c, slots[i].bus >= 0 && slots[i].nirqs > 0, "slot-known",
+		      "slot %s: bus %d, port %s, %d irq(s)", slots[i].name, slots[i].bus,
+		      slots[i].port, slots[i].nirqs);
+		if (slots[i].fio)
+			check(&c, slots[i].nns > 0, "fio-target", "slot %s: namespace %s", slots[i].name,
+			      slots[i].nns ? slots[i].nss[0] : "none");
+		json_object_array_add(arr, slot_json(&slots[i]));
+	}
+	json_object_object_add(state, "slots", arr);
+	json_object_object_add(state, "kmsg_seq", json_object_new_uint64(kmsg_last_seq()));
+
+	if (hung > 0) {
+		snprintf(path, sizeof(path), "%d", hung);
+		write_str("/proc/sys/kernel/hung_task_timeout_secs", path);
+	}
+
+	/* tracing: a fresh instance with our kprobes only */
+	tracefs_mount();
+	probes_remove();
+	pr = json_object_new_object();
+	if (mkdir(INSTANCE, 0755) && errno != EEXIST)
+		check(&c, false, "tracefs-instance", "mkdir %s: %s", INSTANCE, strerror(errno));
+	writef(INSTANCE "/trace_clock", "mono");
+	writef(INSTANCE "/buffer_size_kb", "8192");
+	writef(INSTANCE "/trace", "\n");
+	for (size_t i = 0; i < NPROBES; i++) {
+		int ret = writef(TRACEFS "/kprobe_events", "%c:labprobe/%s %s\n", probes[i].type,
+				 probes[i].name, probes[i].def);
+
+		if (!ret) {
+			snprintf(path, sizeof(path), INSTANCE "/events/labprobe/%s/enable", probes[i].name);
+			ret = writef(path, "1");
+		}
+		json_object_object_add(pr, probes[i].name, json_object_new_string(ret ? strerror(-ret) : "ok"));
+		if (probes[i].required)
+			check(&c, ret == 0, "kprobe", "%s on %s: %s", probes[i].name, probes[i].def,
+			      ret ? strerror(-ret) : "ok");
+	}
+	writef(INSTANCE "/tracing_on", "1");
+	json_object_object_add(state, "probes", json_object_get(pr));
+	json_object_object_add(state, "armed_at", json_object_new_double(now_mono()));
+	snprintf(path, sizeof(path), "%s/state.json", dir);
+	check(&c, json_object_to_file_ext(path, state, JSON_C_TO_STRING_PLAIN) == 0, "state-saved",
+	      "%s", path);
+
+	if (nfio) {
+		unsigned long long before[MAXS];
+		pid_t pid;
+
+		fflush(NULL);
+		pid = fork();
+		if (pid == 0) {
+			setsid();
+			if (fork() == 0) {
+				int fd = open("/dev/null", O_RDWR);
+
+				dup2(fd, 0);
+				dup2(fd, 1);
+				dup2(fd, 2);
+				supervise(dir, slots, nslots, runtime);
+			}
+			_exit(0);
+		}
+		waitpid(pid, NULL, 0);
+		for (int i = 0; i < nslots; i++)
+			before[i] = slots[i].fio ? ns_io(slots[i].nss[0]) : 0;
+		for (int tries = 0; tries < 100; tries++) {	/* up to 10 s for I/O to flow */
+			int flowing = 0, want = 0;
+
+			usleep(100000);
+			for (int i = 0; i < nslots; i++) {
+				if (!slots[i].fio || !slots[i].nns)
+					continue;
+				want++;
+				flowing += ns_io(slots[i].nss[0]) > before[i] + 16;
+			}
+			if (flowing == want || tries == 99) {
+				check(&c, flowing == want, "fio-running", "I/O flowing on %d of %d drives",
+				      flowing, want);
+				break;
+			}
+		}
+	}
+	json_object_object_add(out, "state", state);
+	json_object_object_add(out, "checks", c.list);
+	json_object_put(pr);
+	return c.failed ? 1 : 0;
+}
+
+/* ---- collect ---- */
+
+static int slot_by_irq(struct slot *slots, int n, int irq)
+{
+	for (int i = 0; i < n; i++)
+		for (int j = 0; j < slots[i].nirqs; j++)
+			if (slots[i].irqs[j] == irq)
+				return i;
+	return -1;
+}
+
+static int slot_by_devname(struct slot *slots, int n, const char *name)
+{
+	unsigned int dom, bus;
+
+	if (sscanf(name, "%x:%x:", &dom, &bus) == 2 && strlen(name) == 12) {
+		for (int i = 0; i < n; i++)
+			if (slots[i].bus == (int)bus)
+				return i;
+		return -1;
+	}
+	for (int i = 0; i < n; i++)
+		for (int j = 0; j < slots[i].nns; j++)
+			if (!strcmp(slots[i].nss[j], name))
+				return i;
+	return -1;
+}
+
+static void set_first(double *t, double v)
+{
+	if (*t < 0)
+		*t = v;
+}
+
+/* One trace line: "  comm-pid  [cpu] flags  ts: event: (...) args" */
+static void parse_trace_line(char *line, struct slot *slots, int n, double armed)
+{
+	char *br = strstr(line, " ["), *close, *dash, *ev, *colon;
+	char comm[64], event[64];
+	double ts;
+	int irq_thread = -1, s = -1;
+
+	if (!br || line[0] == '#')
+		return;
+	*br = '\0';
+	while (*line == ' ')
+		line++;
+	dash = strrchr(line, '-');
+	if (!dash)
+		return;
+	*dash = '\0';
+	scopy(comm, sizeof(comm), line);
+	close = strchr(br + 1, ']');
+	if (!close || sscanf(close + 1, " %*s %lf: %63[^:]:", &ts, event) != 2)
+		return;
+	if (ts < armed)
+		return;
+	ev = strstr(close + 1, event);
+	colon = ev ? strchr(ev, ':') : NULL;
+	if (sscanf(comm, "irq/%d-pciehp", &irq_thread) == 1)
+		s = slot_by_irq(slots, n, irq_thread);
+
+	if (!strcmp(event, "lp_isr")) {
+		char *a = colon ? strstr(colon, "irq=") : NULL;
+
+		s = a ? slot_by_irq(slots, n, atoi(a + 4)) : -1;
+		if (s >= 0)
+			set_first(&slots[s].t[T_ISR], ts);
+	} else if (s >= 0 && !strcmp(event, "lp_change")) {
+		set_first(&slots[s].t[T_HANDLED], ts);
+	} else if (s >= 0 && !strcmp(event, "lp_disc")) {
+		set_first(&slots[s].t[T_DISC], ts);
+	} else if (s >= 0 && !strcmp(event, "lp_unconf")) {
+		/* marking happens first thing in pciehp_unconfigure_device; used
+		 * when pci_dev_set_disconnected cannot be probed (inlined) */
+		set_first(&slots[s].t[8], ts);
+	} else if (s >= 0 && !strcmp(event, "lp_nvrm")) {
+		set_first(&slots[s].t[T_UNBIND], ts);
+	} else if (s >= 0 && !strcmp(event, "lp_nvrm_ret")) {
+		set_first(&slots[s].t[T_UNBOUND], ts);
+	} else if (!strcmp(event, "lp_del")) {
+		char *a = colon ? strstr(colon, "name=\"") : NULL, name[64];
+		int d;
+
+		if (!a || sscanf(a + 6, "%63[^\"]", name) != 1)
+			return;
+		d = slot_by_devname(slots, n, name);
+		if (d < 0)
+			return;
+		if (!strncmp(name, "0000:", 5) && !strcmp(name + 7, ":00.0"))
+			set_first(&slots[d].t[T_PCIDEL], ts);
+		else if (!strncmp(name, "nvme", 4))
+			set_first(&slots[d].t[T_BLKDEL], ts);
+	}
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+int cmd_collect(int argc, char **argv, struct json_object *out)
+{
+	const char *dir = NULL;
+	char *gone_names[MAXS], path[300], *line = NULL;
+	int ngone = 0, nslots = 0;
+	double timeout = 60, fio_timeout = 60, armed, t0 = -1, start = now_mono(), last_gone = -1;
+	static struct slot slots[MAXS];
+	struct json_object *state, *arr, *v, *res, *findings;
+	struct checks c;
+	unsigned long long seq = 0;
+	size_t cap = 0;
+	FILE *f;
+
+	for (int i = 0; i < argc; i++) {
+		if (!strcmp(argv[i], "--dir") && i + 1 < argc)
+			dir = argv[++i];
+		else if (!strcmp(argv[i], "--expect-gone") && i + 1 < argc)
+			ngone = parse_list(strdup(argv[++i]), gone_names, MAXS);
+		else if (!strcmp(argv[i], "--timeout") && i + 1 < argc)
+			timeout = atof(argv[++i]);
+		else if (!strcmp(argv[i], "--fio-timeout") && i + 1 < argc)
+			fio_timeout = atof(argv[++i]);
+		else {
+			fprintf(stderr, "labprobe collect: unknown argument '%s'\n", argv[i]);
+			return 2;
+		}
+	}
+	if (!dir) {
+		fprintf(stderr, "labprobe collect: --dir is required\n");
+		return 2;
+	}
+	snprintf(path, sizeof(path), "%s/state.json", dir);
+	state = json_object_from_file(path);
+	if (!state || !json_object_object_get_ex(state, "slots", &arr)) {
+		fprintf(stderr, "labprobe collect: no %s: run labprobe arm first\n", path);
+		return 2;
+	}
+	json_object_object_get_ex(state, "armed_at", &v);
+	armed = json_object_get_double(v);
+	json_object_object_get_ex(state, "kmsg_seq", &v);
+	seq = json_object_get_uint64(v);
+	for (size_t i = 0; i < json_object_array_length(arr) && nslots < MAXS; i++)
+		slot_from_json(json_object_array_get_idx(arr, i), &slots[nslots++]);
+	check_init(&c);
+
+	/* 1. wait until every expected slot is empty */
+	for (;;) {
+		int left = 0;
+
+		for (int g = 0; g < ngone; g++)
+			for (int i = 0; i < nslots; i++) {
+				if (strcmp(slots[i].name, gone_names[g]) || slots[i].gone)
+					continue;
+				slots[i].gone = !bus_has_device(slots[i].bus);
+				for (int j = 0; slots[i].gone && j < slots[i].nns; j++)
+					slots[i].gone = !path_exists("/sys/block/%s", slots[i].nss[j]);
+				left += !slots[i].gone;
+			}
+		if (!left || now_mono() - start > timeout)
+			break;
+		usleep(20000);
+	}
+	for (int g = 0; g < ngone; g++)
+		for (int i = 0; i < nslots; i++)
+			if (!strcmp(slots[i].name, gone_names[g]))
+				check(&c, slots[i].gone, "slot-emptied", "slot %s %s", slots[i].name,
+				      slots[i].gone ? "emptied" : "still holds a device after the timeout");
+
+	/* 2. wait for the fio jobs to end */
+	for (int i = 0; i < nslots; i++) {
+		snprintf(path, sizeof(path), "%.200s/fio-%.15s.json", dir, slots[i].name);
+		slots[i].fio = path_exists("%s", path);
+		slots[i].fio_rc = -1;
+	}
+	for (double fstart = now_mono();;) {
+		int left = 0;
+
+		for (int i = 0; i < nslots; i++) {
+			if (!slots[i].fio || slots[i].fio_rc >= 0)
+				continue;
+			snprintf(path, sizeof(path), "%.200s/fio-%.15s.exit", dir, slots[i].name);
+			f = fopen(path, "r");
+			if (!f || fscanf(f, "%d %lf", &slots[i].fio_rc, &slots[i].fio_end) != 2) {
+				slots[i].fio_rc = -1;
+				left++;
+			}
+			if (f)
+				fclose(f);
+		}
+		if (!left || now_mono() - fstart > fio_timeout)
+			break;
+		usleep(50000);
+	}
+
+	/* 3. the trace */
+	writef(INSTANCE "/tracing_on", "0");
+	f = fopen(INSTANCE "/trace", "r");
+	while (f && getline(&line, &cap, f) > 0)
+		parse_trace_line(line, slots, nslots, armed);
+	if (f)
+		fclose(f);
+	free(line);
+	probes_remove();
+
+	/* 4. per-slot timeline, relative to the first hard interrupt */
+	for (int i = 0; i < nslots; i++)
+		if (slots[i].t[T_ISR] >= 0 && (t0 < 0 || slots[i].t[T_ISR] < t0))
+			t0 = slots[i].t[T_ISR];
+	res = json_object_new_array();
+	{
+		double gone_ms[MAXS];
+		int ng = 0;
+
+		for (int i = 0; i < nslots; i++) {
+			struct json_object *o = json_object_new_object(), *tl = json_object_new_object();
+			bool expected = false;
+
+			for (int g = 0; g < ngone; g++)
+				expected |= !strcmp(slots[i].name, gone_names[g]);
+			if (slots[i].t[T_DISC] < 0)	/* see lp_unconf */
+				slots[i].t[T_DISC] = slots[i].t[8];
+			json_object_object_add(o, "slot", json_object_new_string(slots[i].name));
+			json_object_object_add(o, "expected_gone", json_object_new_boolean(expected));
+			json_object_object_add(o, "gone", json_object_new_boolean(slots[i].gone));
+			for (int k = 0; k < T_N; k++)
+				json_object_object_add(tl, t_names[k], slots[i].t[k] >= 0 && t0 >= 0 ?
+						       json_object_new_double((slots[i].t[k] - t0) * 1e3) : NULL);
+			if (slots[i].fio)
+				json_object_object_add(tl, "fio_error", slots[i].fio_rc >= 0 && t0 >= 0 ?
+						       json_object_new_double((slots[i].fio_end - t0) * 1e3) : NULL);
+			json_object_object_add(o, "ms", tl);
+			if (slots[i].fio)
+				json_object_object_add(o, "fio_rc", json_object_new_int(slots[i].fio_rc));
+			json_object_array_add(res, o);
+			if (expected && slots[i].fio)
+				check(&c, slots[i].fio_rc > 0, "fio-ended-with-error",
+				      "slot %s: fio %s", slots[i].name,
+				      slots[i].fio_rc < 0 ? "still running (I/O hung?)" :
+				      slots[i].fio_rc == 0 ? "ended without an error" : "saw its I/O error");
+			if (expected) {
+				double g = slots[i].t[T_BLKDEL] > slots[i].t[T_PCIDEL] ?
+					   slots[i].t[T_BLKDEL] : slots[i].t[T_PCIDEL];
+
+				check(&c, g >= 0, "removal-traced", "slot %s: %s", slots[i].name,
+				      g >= 0 ? "pci_dev and block device removal traced" :
+				      "no removal event traced");
+				if (g >= 0 && t0 >= 0) {
+					gone_ms[ng++] = (g - t0) * 1e3;
+					if (g > last_gone)
+						last_gone = g;
+				}
+			}
+		}
+		if (ng) {
+			qsort(gone_ms, ng, sizeof(double), cmp_double);
+			json_object_object_add(out, "gone_p50_ms", json_object_new_double(gone_ms[ng / 2]));
+			json_object_object_add(out, "gone_max_ms", json_object_new_double(gone_ms[ng - 1]));
+		}
+	}
+	json_object_object_add(out, "last_gone_ms", last_gone >= 0 && t0 >= 0 ?
+			       json_object_new_double((last_gone - t0) * 1e3) : NULL);
+	json_object_object_add(out, "clock", json_object_new_string(
+		"CLOCK_MONOTONIC (tracefs trace_clock=mono), printed with 1 us resolution; "
+		"t=0 is the first pciehp hard interrupt of the yank"));
+	json_object_object_add(out, "slots", res);
+	findings = findings_scan(seq, 8);
+	check(&c, json_object_array_length(findings) == 0, "kernel-log-clean", "%zu finding(s)",
+	      json_object_array_length(findings));
+	json_object_object_add(out, "findings", findings);
+	json_object_object_add(out, "checks", c.list);
+	json_object_put(state);
+	return c.failed ? 1 : 0;
+}
+
+/* ---- drives: (re)appeared with the expected serial, optionally verified ---- */
+
+int cmd_drives(int argc, char **argv, struct json_object *out)
+{
+	char *want[MAXS];
+	int nwant = 0, verify_mib = 0;
+	double timeout = 60, start = now_mono();
+	struct checks c;
+	struct json_object *arr = json_object_new_array();
+	char nsname[MAXS][32];
+	pid_t pids[MAXS];
+
+	for (int i = 0; i < argc; i++) {
+		if (!strcmp(argv[i], "--expect") && i + 1 < argc)
+			nwant = parse_list(strdup(argv[++i]), want, MAXS);
+		else if (!strcmp(argv[i], "--timeout") && i + 1 < argc)
+			timeout = atof(argv[++i]);
+		else if (!strcmp(argv[i], "--verify-mib") && i + 1 < argc)
+			verify_mib = atoi(argv[++i]);
+		else {
+			fprintf(stderr, "labprobe drives: unknown argument '%s'\n", argv[i]);
+			return 2;
+		}
+	}
+	check_init(&c);
+	for (int w = 0; w < nwant; w++) {
+		char *eq = strchr(want[w], '='), serial[64] = "", ctrls[4][32], nss[8][32];
+		double t = -1;
+		int bus = -1, nc = 0;
+
+		if (!eq) {
+			fprintf(stderr, "labprobe drives: --expect takes SLOT=SERIAL,...\n");
+			return 2;
+		}
+		*eq = '\0';
+		nsname[w][0] = '\0';
+		for (;;) {
+			bus = slot_bus(want[w]);
+			nc = bus >= 0 ? bus_ctrls(bus, ctrls, 4) : 0;
+			if (nc == 1 && ctrl_serial(ctrls[0], serial, sizeof(serial)) &&
+			    !strcmp(serial, eq + 1) && ctrl_namespaces(ctrls[0], nss, 8) > 0 &&
+			    path_exists("/dev/%s", nss[0])) {
+				t = now_mono() - start;
+				scopy(nsname[w], 32, nss[0]);
+				break;
+			}
+			if (now_mono() - start > timeout)
+				break;
+			usleep(50000);
+		}
+		check(&c, t >= 0, "drive-present", "slot %s: %s (expected serial %s)", want[w],
+		      t >= 0 ? nss[0] : nc ? serial : "no controller", eq + 1);
+		{
+			struct json_object *o = json_object_new_object();
+
+			json_object_object_add(o, "slot", json_object_new_string(want[w]));
+			json_object_object_add(o, "serial", json_object_new_string(serial));
+			json_object_object_add(o, "namespace", json_object_new_string(nsname[w]));
+			json_object_object_add(o, "present_after_s", t >= 0 ? json_object_new_double(t) : NULL);
+			json_object_array_add(arr, o);
+		}
+	}
+	if (verify_mib > 0) {
+		for (int w = 0; w < nwant; w++) {
+			char file[64], size[32];
+
+			pids[w] = -1;
+			if (!nsname[w][0])
+				continue;
+			snprintf(file, sizeof(file), "--filename=/dev/%.31s", nsname[w]);
+			snprintf(size, sizeof(size), "--size=%dM", verify_mib);
+			pids[w] = fork();
+			if (pids[w] == 0) {
+				int fd = open("/dev/null", O_WRONLY);
+
+				dup2(fd, 1);
+				execlp("fio", "fio", "--name=verify", file, "--ioengine=libaio", "--direct=1",
+				       "--rw=write", "--bs=64k", "--iodepth=4", size, "--verify=crc32c",
+				       "--do_verify=1", "--verify_fatal=1", (char *)NULL);
+				_exit(127);
+			}
+		}
+		for (int w = 0; w < nwant; w++) {
+			int status = -1;
+
+			if (pids[w] <= 0)
+				continue;
+			waitpid(pids[w], &status, 0);
+			check(&c, WIFEXITED(status) && WEXITSTATUS(status) == 0, "fio-verify",
+			      "slot %s: write+verify of %d MiB on %s %s", want[w], verify_mib, nsname[w],
+			      WIFEXITED(status) && WEXITSTATUS(status) == 0 ? "passed" : "failed");
+		}
+	}
+	json_object_object_add(out, "drives", arr);
+	json_object_object_add(out, "checks", c.list);
+	return c.failed ? 1 : 0;
+}

@@ -1,0 +1,154 @@
+/* What the guest sees in a hotplug slot: the port that serves it, the
+ * port's interrupt vectors, and the NVMe controller and namespaces below. */
+#include "labprobe.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int slot_bus(const char *slot)
+{
+	char addr[64];
+	unsigned int dom, bus;
+
+	if (read_linef(addr, sizeof(addr), "/sys/bus/pci/slots/%s/address", slot) < 0)
+		return -1;
+	if (sscanf(addr, "%x:%x", &dom, &bus) != 2)
+		return -1;
+	return (int)bus;
+}
+
+/* The bridge whose secondary bus is `bus`, as "0000:00:02.0". */
+bool slot_port(int bus, char *port, size_t len)
+{
+	DIR *d = opendir("/sys/bus/pci/devices");
+	struct dirent *e;
+	bool found = false;
+
+	if (!d)
+		return false;
+	while (!found && (e = readdir(d))) {
+		char sec[32];
+
+		if (e->d_name[0] == '.')
+			continue;
+		if (read_linef(sec, sizeof(sec), "/sys/bus/pci/devices/%s/secondary_bus_number",
+			       e->d_name) == 0 && atoi(sec) == bus) {
+			scopy(port, len, e->d_name);
+			found = true;
+		}
+	}
+	closedir(d);
+	return found;
+}
+
+/* The port's interrupt numbers (MSI/MSI-X vectors, else its INTx line). */
+int port_irqs(const char *port, int *irqs, int max)
+{
+	char path[256], line[32];
+	DIR *d;
+	struct dirent *e;
+	int n = 0;
+
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/msi_irqs", port);
+	d = opendir(path);
+	if (d) {
+		while ((e = readdir(d)) && n < max)
+			if (e->d_name[0] != '.')
+				irqs[n++] = atoi(e->d_name);
+		closedir(d);
+	}
+	if (!n && read_linef(line, sizeof(line), "/sys/bus/pci/devices/%s/irq", port) == 0)
+		irqs[n++] = atoi(line);
+	return n;
+}
+
+/* NVMe controllers whose PCI device sits on `bus`; names into ctrls. */
+int bus_ctrls(int bus, char ctrls[][32], int max)
+{
+	DIR *d = opendir("/sys/class/nvme");
+	struct dirent *e;
+	char prefix[32];
+	int n = 0;
+
+	if (!d)
+		return 0;
+	snprintf(prefix, sizeof(prefix), "0000:%02x:", bus);
+	while ((e = readdir(d)) && n < max) {
+		char link[300], target[512], *base;
+		ssize_t len;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(link, sizeof(link), "/sys/class/nvme/%s/device", e->d_name);
+		len = readlink(link, target, sizeof(target) - 1);
+		if (len < 0)
+			continue;
+		target[len] = '\0';
+		base = strrchr(target, '/');
+		base = base ? base + 1 : target;
+		if (!strncmp(base, prefix, strlen(prefix)))
+			scopy(ctrls[n++], 32, e->d_name);
+	}
+	closedir(d);
+	return n;
+}
+
+/* Namespace block devices (nvmeXnY) of controller `ctrl`. */
+int ctrl_namespaces(const char *ctrl, char nss[][32], int max)
+{
+	char path[256];
+	DIR *d;
+	struct dirent *e;
+	int n = 0;
+	size_t cl = strlen(ctrl);
+
+	snprintf(path, sizeof(path), "/sys/class/nvme/%s", ctrl);
+	d = opendir(path);
+	if (!d)
+		return 0;
+	while ((e = readdir(d)) && n < max)
+		if (!strncmp(e->d_name, ctrl, cl) && e->d_name[cl] == 'n')
+			scopy(nss[n++], 32, e->d_name);
+	closedir(d);
+	return n;
+}
+
+/* The serial number of controller `ctrl`, trailing blanks stripped. */
+bool ctrl_serial(const char *ctrl, char *serial, size_t len)
+{
+	if (read_linef(serial, len, "/sys/class/nvme/%s/serial", ctrl) < 0)
+		return false;
+	for (size_t i = strlen(serial); i > 0 && serial[i - 1] == ' '; i--)
+		serial[i - 1] = '\0';
+	return true;
+}
+
+/* Is any PCI function present on `bus`? */
+bool bus_has_device(int bus)
+{
+	DIR *d = opendir("/sys/bus/pci/devices");
+	struct dirent *e;
+	char prefix[32];
+	bool found = false;
+
+	if (!d)
+		return false;
+	snprintf(prefix, sizeof(prefix), "0000:%02x:", bus);
+	while (!found && (e = readdir(d)))
+		if (!strncmp(e->d_name, prefix, strlen(prefix)))
+			found = true;
+	closedir(d);
+	return found;
+}
+
+int parse_list(char *arg, char **items, int max)
+{
+	int n = 0;
+
+	for (char *t = strtok(arg, ","); t && n < max; t = strtok(NULL, ","))
+		items[n++] = t;
+	return n;
+}

@@ -1,0 +1,130 @@
+"""The kernel patch series (kernel/patches/series) against Debian's
+linux-source-6.1: every patch applies in order with `patch -p1` onto a
+fresh copy of the pristine tree, without fuzz, and is clean under
+`scripts/checkpatch.pl --strict` except for findings that kernel/README.md
+lists as kept, with a reason.
+
+The fresh tree comes from the lab's pristine cache when it exists (only
+scripts/ and the files the series touches are copied: patch and checkpatch
+need nothing else), otherwise from /usr/src/linux-source-6.1.tar.xz
+(about 20 s). PCIEHP_LAB_SERIES_FROM_TARBALL=1 forces the tarball.
+"""
+
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import REPO
+
+TARBALL = pathlib.Path("/usr/src/linux-source-6.1.tar.xz")
+CACHE = pathlib.Path(os.environ.get("PCIEHP_LAB_CACHE", "/var/cache/pciehp-lab"))
+PATCHES = REPO / "kernel/patches"
+README = REPO / "kernel/README.md"
+FINDING = re.compile(r"^(ERROR|WARNING|CHECK):([A-Z0-9_]+):")
+# kernel/README.md lists kept findings as: - `PATCH`: `KIND:TYPE` reason...
+KEPT = re.compile(r"^\s*[-*]\s+`([^`]+\.patch)`:\s+`((?:ERROR|WARNING|CHECK):[A-Z0-9_]+)`")
+
+pytestmark = pytest.mark.skipif(
+    not TARBALL.is_file(),
+    reason=f"{TARBALL} missing: Debian's linux-source-6.1 package is not installed "
+           "(apt-get install linux-source-6.1)")
+
+
+def series():
+    """Patch file names in kernel/patches/series, in order."""
+    names = []
+    for line in (PATCHES / "series").read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            names.append(line)
+    return names
+
+
+def tree_version():
+    r = subprocess.run(["dpkg-query", "-W", "-f=${Version}", "linux-source-6.1"],
+                       text=True, capture_output=True)
+    return r.stdout.strip() if r.returncode == 0 else None
+
+
+def touched_paths(patch):
+    """Tree-relative paths a -p1 patch reads or writes (old and new names)."""
+    paths = set()
+    for line in patch.read_text(errors="replace").splitlines():
+        m = re.match(r"^(?:---|\+\+\+) [ab]/(\S+)", line)
+        if m:
+            paths.add(m.group(1))
+    return paths
+
+
+def kept_findings():
+    """{(patch, 'KIND:TYPE')} that kernel/README.md justifies."""
+    if not README.is_file():
+        return set()
+    return {m.groups() for m in map(KEPT.match, README.read_text().splitlines()) if m}
+
+
+@pytest.fixture(scope="module")
+def pristine(tmp_path_factory):
+    """A fresh, writable copy of the pristine tree (or of the part of it the
+    series and checkpatch use); never the cached tree itself."""
+    dest = tmp_path_factory.mktemp("kernel-series") / "linux"
+    version = tree_version()
+    cached = CACHE / "src" / f"linux-source-{version}" if version else None
+    if (cached and (cached / ".extracted").is_file()
+            and not os.environ.get("PCIEHP_LAB_SERIES_FROM_TARBALL")):
+        shutil.copytree(cached / "scripts", dest / "scripts", symlinks=True)
+        for name in series():
+            for rel in touched_paths(PATCHES / name):
+                src = cached / rel
+                if src.is_file():
+                    (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copy2(src, dest / rel)
+    else:
+        top = dest.parent
+        r = subprocess.run(["tar", "-C", str(top), "-xJf", str(TARBALL)],
+                           text=True, capture_output=True, timeout=900)
+        assert r.returncode == 0, f"extracting {TARBALL} failed: {r.stderr}"
+        (top / "linux-source-6.1").rename(dest)
+    return dest
+
+
+def test_series_names_existing_patches():
+    missing = [n for n in series() if not (PATCHES / n).is_file()]
+    assert not missing, f"kernel/patches/series names missing files: {missing}"
+    assert len(set(series())) == len(series()), "a patch is listed twice in series"
+
+
+def test_series_applies_in_order(pristine):
+    applied = []
+    for name in series():
+        patch = PATCHES / name
+        for extra in (["--dry-run"], []):
+            r = subprocess.run(["patch", "-d", str(pristine), "-p1", "--batch", "--forward",
+                                *extra, "-i", str(patch)],
+                               text=True, capture_output=True, timeout=120)
+            what = "dry run of" if extra else "applying"
+            assert r.returncode == 0, (
+                f"{what} {name} failed after {applied or 'no patches'}:\n{r.stdout}{r.stderr}")
+            assert "fuzz" not in r.stdout, f"{name} applies only with fuzz:\n{r.stdout}"
+        applied.append(name)
+    rejects = sorted(str(p.relative_to(pristine)) for p in pristine.rglob("*.rej"))
+    assert not rejects, f"reject files left: {rejects}"
+
+
+@pytest.mark.parametrize("name", series())
+def test_checkpatch_strict(pristine, name):
+    r = subprocess.run(["perl", "scripts/checkpatch.pl", "--strict", "--no-tree",
+                        "--show-types", "--color=never", str(PATCHES / name)],
+                       cwd=pristine, text=True, capture_output=True, timeout=300)
+    assert "total:" in r.stdout, f"checkpatch did not run:\n{r.stdout}{r.stderr}"
+    kept = kept_findings()
+    found = [line for line in r.stdout.splitlines() if FINDING.match(line)]
+    unjustified = [f for f in found
+                   if (name, ":".join(FINDING.match(f).groups())) not in kept]
+    assert not unjustified, (
+        f"checkpatch --strict findings in {name} not listed as kept in kernel/README.md:\n"
+        + r.stdout)
