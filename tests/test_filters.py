@@ -1,0 +1,93 @@
+"""The lab's filter plugins: the slot map and results logic, without a VM."""
+
+import sys
+
+import pytest
+
+from conftest import REPO
+
+sys.path.insert(0, str(REPO / "lab/plugins/filter"))
+import lab_results  # noqa: E402
+import lab_topology  # noqa: E402
+from ansible.errors import AnsibleFilterError  # noqa: E402
+
+BASE = {"lab_vms": 1, "lab_slots": 16, "lab_drives": 8, "lab_kernel_variant": "patched",
+        "lab_scenarios": ["smoke"], "lab_iterations": 1, "lab_chassis": 1,
+        "lab_slot_numbers": [], "lab_platform": "stock"}
+
+
+def profile(**kw):
+    return lab_topology.lab_validate_profile({**BASE, **kw}, ["smoke", "storm"])
+
+
+def test_first_29_ports_take_function_0_then_multifunction():
+    slots = lab_topology.lab_slot_map(profile(lab_slots=40, lab_drives=0), 1)
+    assert [s["address"] for s in slots[:3]] == ["00:02.0", "00:03.0", "00:04.0"]
+    assert slots[28]["address"] == "00:1e.0"
+    assert slots[29]["address"] == "00:02.1" and slots[35]["address"] == "00:02.7"
+    assert slots[36]["address"] == "00:03.1"
+    assert slots[0]["multifunction"] and slots[1]["multifunction"] and not slots[2]["multifunction"]
+    assert len({s["address"] for s in slots}) == 40
+
+
+def test_maximum_topology_is_addressable_and_one_more_is_refused():
+    slots = lab_topology.lab_slot_map(profile(lab_slots=lab_topology.MAX_SLOTS, lab_drives=0), 1)
+    assert len({s["address"] for s in slots}) == lab_topology.MAX_SLOTS
+    with pytest.raises(AnsibleFilterError, match="lab_slots"):
+        profile(lab_slots=lab_topology.MAX_SLOTS + 1)
+
+
+def test_drives_fill_the_first_slots_with_unique_ids_and_short_serials():
+    slots = lab_topology.lab_slot_map(profile(lab_slots=32, lab_drives=32, lab_vms=64), 64)
+    drives = [s["drive"] for s in slots]
+    assert all(drives)
+    assert len({d["serial"] for d in drives}) == 32 and max(len(d["serial"]) for d in drives) <= 20
+    assert drives[0] == {"id": "nvme-s1", "node": "drive-s1", "serial": "lab64-s1-g0", "file": "drive-s1.raw"}
+
+
+@pytest.mark.parametrize("kw,needle", [
+    ({"lab_slots": 0}, "lab_slots"), ({"lab_drives": 17}, "lab_drives"),
+    ({"lab_kernel_variant": "x"}, "lab_kernel_variant"), ({"lab_scenarios": ["nope"]}, "nope"),
+    ({"lab_scenarios": []}, "lab_scenarios"), ({"lab_iterations": 0}, "lab_iterations"),
+    ({"lab_slots": 2, "lab_drives": 1, "lab_slot_numbers": [5, 5]}, "duplicate chassis/slot"),
+    ({"lab_slots": 2, "lab_drives": 1, "lab_slot_numbers": [5]}, "lab_slot_numbers"),
+    ({"lab_chassis": 256}, "lab_chassis"), ({"lab_platform": "kvm"}, "lab_platform"),
+])
+def test_bad_profiles_name_the_field(kw, needle):
+    with pytest.raises(AnsibleFilterError, match=needle):
+        profile(**kw)
+
+
+def test_scenario_list_may_be_a_comma_string():
+    assert profile(lab_scenarios="smoke, storm")["lab_scenarios"] == ["smoke", "storm"]
+
+
+def test_step_reports_fail_on_a_failed_or_skipped_step():
+    ok = {"rc": 0, "stdout": '{"ok": true, "checks": []}'}
+    bad = {"rc": 1, "stdout": '{"ok": false, "checks": [{"name": "x", "ok": false, "detail": "boom"}]}'}
+    assert lab_results.lab_step_reports([ok, ok], ["a", "b"])["ok"]
+    r = lab_results.lab_step_reports([ok, bad], ["a", "b"])
+    assert not r["ok"] and "x: boom" in r["findings"][0]["context"]
+    r = lab_results.lab_step_reports([ok, {"skipped": True}], ["a", "b"])
+    assert not r["ok"] and "not run" in r["findings"][0]["line"]
+
+
+def test_probe_without_json_is_a_failed_report():
+    r = lab_results.lab_probe_report("Segmentation fault", 139, "")
+    assert r["ok"] is False and r["findings"][0]["kind"] == "probe-error"
+
+
+def test_expected_failures_mark_only_fully_matched_records():
+    rec = {"name": "storm", "status": "fail", "findings": [{"line": "pcieport: Already disabled"}]}
+    exp = [{"scenario": "storm", "match": "Already disabled", "reason": "known race"}]
+    (r,) = lab_results.lab_apply_expected([rec], exp)
+    assert r["status"] == "xfail" and r["expected_failure"] == ["known race"]
+    rec2 = dict(rec, findings=rec["findings"] + [{"line": "BUG: kernel NULL pointer"}])
+    (r,) = lab_results.lab_apply_expected([rec2], exp)
+    assert r["status"] == "fail"
+
+
+def test_scaling_ratio_is_relative_to_one_drive():
+    reps = [{"steps": {"collect": {"last_gone_ms": v}}} for v in (100.0, 150.0, 400.0)]
+    m = lab_results.lab_scaling_metrics(reps, [1, 2, 4])
+    assert m["T_over_T1"] == {"1": 1.0, "2": 1.5, "4": 4.0}
