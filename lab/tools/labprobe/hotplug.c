@@ -465,7 +465,7 @@ static void parse_trace_line(char *line, struct slot *slots, int n, double armed
 		set_first(&slots[s].t[T_DISC], ts);
 	} else if (s >= 0 && !strcmp(event, "lp_unconf")) {
 		/* marking happens first thing in pciehp_unconfigure_device; used
-		 * when pci_dev_set_disconnected cannot be probed (inlined) */
+		 * when pci_dev_set_disconnected cannot be probed (it has several static copies) */
 		set_first(&slots[s].t[8], ts);
 	} else if (s >= 0 && !strcmp(event, "lp_nvrm")) {
 		set_first(&slots[s].t[T_UNBIND], ts);
