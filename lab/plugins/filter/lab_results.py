@@ -96,6 +96,23 @@ def lab_removal_metrics(reports):
         yank = (rep.get("steps") or {}).get("yank") or {}
         paused.append(yank.get("paused_ms"))
     metrics = {f"{p}_ms": _p50_max(v) for p, v in per_phase.items()}
+    # patched kernels: the series' pci_hotplug tracepoints next to the
+    # kprobes, and their largest disagreement over all drives and iterations
+    tp_phases = ["isr", "handled", "disconnected", "pci_removed"]
+    tp = {p: [] for p in tp_phases}
+    disagree = {p: [] for p in tp_phases}
+    for rep in reports:
+        collect = (rep.get("steps") or {}).get("collect") or {}
+        for slot in collect.get("slots", []):
+            if slot.get("expected_gone") and "tracepoint_ms" in slot:
+                for p in tp_phases:
+                    tp[p].append(slot["tracepoint_ms"].get(p))
+        for p, v in (collect.get("method_disagreement_ms") or {}).items():
+            disagree[p].append(v if v is not None else float("inf"))
+    if any(tp.values()):
+        metrics["tracepoint_ms"] = {p: _p50_max(v) for p, v in tp.items()}
+        metrics["method_disagreement_ms"] = {
+            p: (None if not v or max(v) == float("inf") else round(max(v), 3)) for p, v in disagree.items()}
     metrics["last_gone_ms"] = _p50_max(last_gone)
     metrics["yank_pause_ms"] = _p50_max(paused)
     metrics["clock"] = "guest CLOCK_MONOTONIC via tracefs (trace_clock=mono), 1 us resolution"

@@ -20,6 +20,7 @@
 #include "labprobe.h"
 
 #include <errno.h>
+#include <math.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -115,8 +116,9 @@ struct slot {
 	int nctrls;
 	char nss[8][32];
 	int nns;
-	/* collected */
+	/* collected: kprobe times (t) and pci_hotplug tracepoint times (tp) */
 	double t[16];
+	double tp[8];
 	bool fio;
 	int fio_rc;
 	double fio_end;
@@ -124,6 +126,20 @@ struct slot {
 };
 
 enum { T_ISR, T_HANDLED, T_DISC, T_UNBIND, T_UNBOUND, T_PCIDEL, T_BLKDEL, T_N };
+
+/* The pci_hotplug tracepoints of the lab's patch series (patched kernel
+ * only), and the kprobe time each is compared with. */
+enum { TP_EVENT, TP_DISABLE_BEGIN, TP_DISCONNECTED, TP_DISABLE_END, TP_N };
+static const struct {
+	const char *event;
+	const char *name;
+	int kprobe;
+} tps[TP_N] = {
+	{ "pciehp_slot_event", "isr", T_ISR },
+	{ "pciehp_slot_disable_begin", "handled", T_HANDLED },
+	{ "pciehp_dev_disconnected", "disconnected", T_DISC },
+	{ "pciehp_slot_disable_end", "pci_removed", T_PCIDEL },
+};
 static const char *t_names[T_N] = {
 	"isr", "handled", "disconnected", "unbind_start", "unbound", "pci_removed", "blockdev_gone"
 };
@@ -141,6 +157,8 @@ static void snapshot(struct slot *s, const char *name)
 		s->nns += ctrl_namespaces(s->ctrls[c], s->nss + s->nns, 8 - s->nns);
 	for (int i = 0; i < 16; i++)
 		s->t[i] = -1;
+	for (int i = 0; i < 8; i++)
+		s->tp[i] = -1;
 }
 
 static struct json_object *slot_json(const struct slot *s)
@@ -172,6 +190,8 @@ static int slot_from_json(struct json_object *o, struct slot *s)
 	memset(s, 0, sizeof(*s));
 	for (int i = 0; i < 16; i++)
 		s->t[i] = -1;
+	for (int i = 0; i < 8; i++)
+		s->tp[i] = -1;
 	if (!json_object_object_get_ex(o, "slot", &v))
 		return -1;
 	scopy(s->name, sizeof(s->name), json_object_get_string(v));
@@ -340,6 +360,9 @@ int cmd_arm(int argc, char **argv, struct json_object *out)
 			check(&c, ret == 0, "kprobe", "%s on %s: %s", probes[i].name, probes[i].def,
 			      ret ? strerror(-ret) : "ok");
 	}
+	/* the series' own tracepoints, where the kernel has them */
+	json_object_object_add(state, "tracepoints", json_object_new_boolean(
+		writef(INSTANCE "/events/pci_hotplug/enable", "1") == 0));
 	writef(INSTANCE "/tracing_on", "1");
 	json_object_object_add(state, "probes", json_object_get(pr));
 	json_object_object_add(state, "armed_at", json_object_new_double(now_mono()));
@@ -453,6 +476,18 @@ static void parse_trace_line(char *line, struct slot *slots, int n, double armed
 	if (sscanf(comm, "irq/%d-pciehp", &irq_thread) == 1)
 		s = slot_by_irq(slots, n, irq_thread);
 
+	if (!strncmp(event, "pciehp_", 7)) {
+		char *a = colon ? strstr(colon, "slot=") : NULL, name[32];
+
+		if (!a || sscanf(a + 5, "%31s", name) != 1)
+			return;
+		for (int i = 0; i < n; i++)
+			if (!strcmp(slots[i].name, name))
+				for (int k = 0; k < TP_N; k++)
+					if (!strcmp(event, tps[k].event))
+						set_first(&slots[i].tp[k], ts);
+		return;
+	}
 	if (!strcmp(event, "lp_isr")) {
 		char *a = colon ? strstr(colon, "irq=") : NULL;
 
@@ -506,6 +541,8 @@ int cmd_collect(int argc, char **argv, struct json_object *out)
 	unsigned long long seq = 0;
 	size_t cap = 0;
 	FILE *f;
+	bool tracepoints = false;
+	double agree[TP_N] = { 0 };
 
 	for (int i = 0; i < argc; i++) {
 		if (!strcmp(argv[i], "--dir") && i + 1 < argc)
@@ -535,6 +572,7 @@ int cmd_collect(int argc, char **argv, struct json_object *out)
 	armed = json_object_get_double(v);
 	json_object_object_get_ex(state, "kmsg_seq", &v);
 	seq = json_object_get_uint64(v);
+	tracepoints = json_object_object_get_ex(state, "tracepoints", &v) && json_object_get_boolean(v);
 	for (size_t i = 0; i < json_object_array_length(arr) && nslots < MAXS; i++)
 		slot_from_json(json_object_array_get_idx(arr, i), &slots[nslots++]);
 	check_init(&c);
@@ -625,6 +663,21 @@ int cmd_collect(int argc, char **argv, struct json_object *out)
 				json_object_object_add(tl, "fio_error", slots[i].fio_rc >= 0 && t0 >= 0 ?
 						       json_object_new_double((slots[i].fio_end - t0) * 1e3) : NULL);
 			json_object_object_add(o, "ms", tl);
+			if (tracepoints) {
+				struct json_object *tpl = json_object_new_object();
+
+				for (int k = 0; k < TP_N; k++) {
+					double kp = slots[i].t[tps[k].kprobe], tv = slots[i].tp[k];
+
+					json_object_object_add(tpl, tps[k].name, tv >= 0 && t0 >= 0 ?
+							       json_object_new_double((tv - t0) * 1e3) : NULL);
+					if (expected && tv >= 0 && kp >= 0 && fabs(tv - kp) * 1e3 > agree[k])
+						agree[k] = fabs(tv - kp) * 1e3;
+					if (expected && (tv < 0) != (kp < 0))
+						agree[k] = INFINITY;
+				}
+				json_object_object_add(o, "tracepoint_ms", tpl);
+			}
 			if (slots[i].fio)
 				json_object_object_add(o, "fio_rc", json_object_new_int(slots[i].fio_rc));
 			json_object_array_add(res, o);
@@ -652,6 +705,16 @@ int cmd_collect(int argc, char **argv, struct json_object *out)
 			json_object_object_add(out, "gone_p50_ms", json_object_new_double(gone_ms[ng / 2]));
 			json_object_object_add(out, "gone_max_ms", json_object_new_double(gone_ms[ng - 1]));
 		}
+	}
+	if (tracepoints) {
+		struct json_object *ag = json_object_new_object();
+
+		for (int k = 0; k < TP_N; k++)
+			json_object_object_add(ag, tps[k].name, isfinite(agree[k]) ?
+					       json_object_new_double(agree[k]) : NULL);
+		/* largest |tracepoint - kprobe| over the yanked drives, per phase;
+		 * null when one method saw the phase and the other did not */
+		json_object_object_add(out, "method_disagreement_ms", ag);
 	}
 	json_object_object_add(out, "last_gone_ms", last_gone >= 0 && t0 >= 0 ?
 			       json_object_new_double((last_gone - t0) * 1e3) : NULL);
