@@ -62,72 +62,94 @@ int cmd_add(struct hp_args *a, struct hp_out *o)
 	struct hp_ctx *h = NULL;
 	struct hp_topo t;
 	struct hp_port *ports[HP_MAX_SLOTS];
+	int rc = hp_prepare(a, o, &h, &t, ports, true, true);
+
+	if (!rc)
+		rc = hp_add_ports(a, o, h, &t, ports);
+	hp_topo_free(&t);
+	hp_close(h);
+	return rc;
+}
+
+/* Why slot i cannot take a drive now: NULL ready; else the reason in msg,
+ * *hard set when waiting will not help. */
+static const char *not_ready(struct hp_args *a, struct hp_topo *t, struct hp_port *p, const char *id,
+			     bool *hard, char *msg, size_t len)
+{
+	*hard = false;
+	if (p->ndrives) {
+		const char *dev = p->drive.id[0] ? p->drive.id : p->drive.path;
+		if (p->regs && (!hp_power_on(p->sltctl) || hp_pic(p->sltctl) == SLTCTL_IND_BLINK)) {
+			snprintf(msg, len, "slot %d (%s) is still being torn down: %s is present and Slot Control "
+				 "reads 0x%04x (power %s, indicator %s)", p->slot, p->id, dev, p->sltctl,
+				 hp_power_on(p->sltctl) ? "on" : "off", hp_indicator_name(hp_pic(p->sltctl)));
+			return msg;
+		}
+		*hard = true;
+		snprintf(msg, len, "slot %d (%s) is occupied by %s", p->slot, p->id, dev);
+		return msg;
+	}
+	if (in_list(t->peripherals, id)) {
+		snprintf(msg, len, "device %s still exists (outside slot %d: teardown in progress or a stray "
+			 "device)", id, p->slot);
+		return msg;
+	}
+	if (a->force)
+		return NULL;
+	if (!p->regs) {
+		*hard = true;
+		snprintf(msg, len, "slot %d (%s): its registers could not be read (use --force)", p->slot, p->id);
+		return msg;
+	}
+	const char *busy = hp_empty_slot_busy(p->sltctl, p->sltsta);
+	if (busy) {
+		snprintf(msg, len, "slot %d (%s) is still being torn down: %s (Slot Control 0x%04x, Slot Status "
+			 "0x%04x)", p->slot, p->id, busy, p->sltctl, p->sltsta);
+		return msg;
+	}
+	return NULL;
+}
+
+int hp_add_ports(struct hp_args *a, struct hp_out *o, struct hp_ctx *h, struct hp_topo *tp,
+		 struct hp_port **ports)
+{
 	struct plan *pl = calloc(HP_MAX_SLOTS, sizeof(*pl));
 	struct json_object *nodes = NULL, *blocks = NULL;
 	char err[512];
-	int rc = hp_prepare(a, o, &h, &t, ports, true, true);
+	int rc = 0;
 
-	if (rc)
-		goto out;
-
-	/* 1. what is in the way? */
-	for (int i = 0; i < a->nslots; i++) {
-		struct hp_port *p = ports[i];
-		snprintf(pl[i].id, sizeof(pl[i].id), "nvme-s%d", p->slot);
-		if (p->ndrives) {
-			const char *dev = p->drive.id[0] ? p->drive.id : p->drive.path;
-			if (p->regs && (!hp_power_on(p->sltctl) || hp_pic(p->sltctl) == SLTCTL_IND_BLINK))
-				hp_fail(o, "slot %d (%s) is still being torn down: %s is present and Slot Control "
-					"reads 0x%04x (power %s, indicator %s); nothing changed", p->slot, p->id, dev,
-					p->sltctl, hp_power_on(p->sltctl) ? "on" : "off",
-					hp_indicator_name(hp_pic(p->sltctl)));
-			else
-				hp_fail(o, "slot %d (%s) is occupied by %s; nothing changed", p->slot, p->id, dev);
-			rc = HP_EXIT_REFUSED;
-			goto out;
-		}
-		if (in_list(t.peripherals, pl[i].id)) {
-			hp_fail(o, "device %s still exists (outside slot %d: teardown in progress or a stray "
-				"device); nothing changed", pl[i].id, p->slot);
-			rc = HP_EXIT_REFUSED;
-			goto out;
-		}
-		if (!p->regs && !a->force) {
-			hp_fail(o, "slot %d (%s): its registers could not be read (use --force); nothing changed",
-				p->slot, p->id);
-			rc = HP_EXIT_REFUSED;
-			goto out;
-		}
-	}
-
-	/* 2. is the guest done with each slot? (optionally wait) */
-	if (!a->force) {
-		double t0 = hp_mono();
-		for (;;) {
-			int busy = -1;
-			for (int i = 0; i < a->nslots && busy < 0; i++)
-				if (hp_empty_slot_busy(ports[i]->sltctl, ports[i]->sltsta))
-					busy = i;
-			if (busy < 0)
-				break;
-			for (int i = 0; i < a->nslots; i++)
-				pl[i].waited = hp_mono() - t0 + 0.1;
-			if (hp_mono() - t0 >= a->wait) {
-				struct hp_port *p = ports[busy];
-				hp_fail(o, "slot %d (%s) is still being torn down: %s (Slot Control 0x%04x, Slot Status "
-					"0x%04x)%s; nothing changed", p->slot, p->id,
-					hp_empty_slot_busy(p->sltctl, p->sltsta), p->sltctl, p->sltsta,
-					a->wait > 0 ? " after waiting" : "; retry later or use --wait S");
-				rc = HP_EXIT_REFUSED;
-				goto out;
+	/* 1. is each slot free and torn down by the guest? (optionally wait) */
+	for (int i = 0; i < a->nslots; i++)
+		snprintf(pl[i].id, sizeof(pl[i].id), "nvme-s%d", ports[i]->slot);
+	for (double t0 = hp_mono();;) {
+		char msg[1024] = "";
+		const char *why = NULL;
+		bool hard = false;
+		for (int i = 0; i < a->nslots && !hard; i++) {
+			char m[1024];
+			bool hd;
+			const char *w = not_ready(a, tp, ports[i], pl[i].id, &hd, m, sizeof(m));
+			if (w && (hd || !why)) {
+				snprintf(msg, sizeof(msg), "%s", m);
+				why = msg;
+				hard = hd;
 			}
-			hp_sleep(0.1);
-			for (int i = 0; i < a->nslots; i++)
-				if (hp_port_read_regs(h, &t, ports[i], err, sizeof(err))) {
-					hp_fail(o, "slot %d: %s; nothing changed", ports[i]->slot, err);
-					rc = HP_EXIT_FAILED;
-					goto out;
-				}
+		}
+		if (!why)
+			break;
+		if (hard || hp_mono() - t0 >= a->wait) {
+			hp_fail(o, "%s%s; nothing changed", why, hard ? "" : a->wait > 0 ? " after waiting" :
+				"; retry later or use --wait S");
+			rc = HP_EXIT_REFUSED;
+			goto out;
+		}
+		hp_sleep(0.15);
+		for (int i = 0; i < a->nslots; i++)
+			pl[i].waited = hp_mono() - t0;
+		if (hp_topo_reload(h, tp, a, ports, err, sizeof(err))) {
+			hp_fail(o, "while waiting: %s; nothing changed", err);
+			rc = HP_EXIT_FAILED;
+			goto out;
 		}
 	}
 
@@ -230,7 +252,7 @@ int cmd_add(struct hp_args *a, struct hp_out *o)
 		json_object_object_add(j, "waited_s", hp_num(s->waited, 2));
 		if (s->added) {
 			json_object_object_add(j, "added_ns", json_object_new_int64(s->added_real));
-			if (!hp_port_read_regs(h, &t, p, err, sizeof(err))) {
+			if (!hp_port_read_regs(h, tp, p, err, sizeof(err))) {
 				json_object_object_add(j, "presence", json_object_new_boolean(p->sltsta & SLTSTA_PDS));
 				json_object_object_add(j, "sltctl", hp_hex16(p->sltctl));
 				json_object_object_add(j, "sltsta", hp_hex16(p->sltsta));
@@ -257,7 +279,5 @@ out:
 	json_object_put(nodes);
 	json_object_put(blocks);
 	free(pl);
-	hp_topo_free(&t);
-	hp_close(h);
 	return rc;
 }

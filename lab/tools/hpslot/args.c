@@ -18,6 +18,8 @@ const char *hp_cmd_name(enum hp_cmd c)
 	case HP_CMD_STATUS: return "status";
 	case HP_CMD_REMOVE: return "remove";
 	case HP_CMD_ADD: return "add";
+	case HP_CMD_SWAP: return "swap";
+	case HP_CMD_STORM: return "storm";
 	default: return "";
 	}
 }
@@ -39,6 +41,10 @@ void hp_usage(FILE *f)
 "                                                 surprise removal of all SLOTs in one pause\n"
 "  add [--serial S] [--size MIB] [--node NAME] [--wait S] [--force] DOMAIN SLOT...\n"
 "                                                 hot-add an NVMe drive into each SLOT\n"
+"  swap [--delay-ms D] [--serial S] [--settle S] DOMAIN SLOT\n"
+"                                                 surprise removal, D ms later a new drive\n"
+"  storm --seed N --count K [--max-gap-ms M] [--orderly-percent P] [--wait S]\n"
+"        [--settle S] [--dry-run] DOMAIN SLOT...  K seeded random removals and adds\n"
 "  help [COMMAND]                                 this text, or a command's\n"
 "\n"
 "SLOT is a physical slot number (the root port's `slot` property, what the guest\n"
@@ -180,17 +186,98 @@ void hp_cmd_help(FILE *f, enum hp_cmd c)
 "libvirt metadata, else taken from the domain XML's cold-plugged drive); at\n"
 "most 20 characters. --serial and --node need exactly one SLOT.\n"
 "\n"
-"Refused (exit 3, nothing changed): a SLOT that holds a device, a device id\n"
-"nvme-s<SLOT> still present anywhere (teardown in progress), a node in use, or\n"
-"an empty slot the guest has not finished tearing down (still powered on, or\n"
-"power indicator blinking/on). --wait S polls up to S seconds for such a slot\n"
-"to become ready; --force skips the slot-register check (a guest without\n"
-"pciehp never powers an emptied slot off).\n"
+"Refused (exit 3, nothing changed): a SLOT that holds a drive the guest uses\n"
+"(powered, indicator not blinking), a node in use, or a slot in teardown: its\n"
+"drive still present while the guest blinks or has powered the slot off (an\n"
+"orderly removal under way), a device id nvme-s<SLOT> still present anywhere,\n"
+"or an empty slot the guest has not finished tearing down (still powered on,\n"
+"or power indicator blinking/on). --wait S polls up to S seconds for a slot in\n"
+"teardown to become ready (re-reading the topology); --force skips the\n"
+"slot-register checks (a guest without pciehp never powers an emptied slot off).\n"
 "\n"
 "--json: {\"command\":\"add\",\"ok\":..,\"domain\":..,\"slots\":[{\"slot\":3,\"port\":\"pci.3\",\n"
 "  \"address\":\"00:04.0\",\"device\":\"nvme-s3\",\"serial\":\"lab1-s3-g1\",\"node\":\"drive-s3\",\n"
 "  \"node_reused\":true,\"size\":67108864,\"added_ns\":..,\"waited_s\":0.0,\n"
 "  \"presence\":true,\"result\":\"added\"|\"failed\",\"error\":..}]}\n");
+		break;
+	case HP_CMD_SWAP:
+		fprintf(f,
+"usage: hpslot swap [--delay-ms D] [--serial S] [--settle S] [-c URI] [--json] DOMAIN SLOT\n"
+"\n"
+"A drive swapped for another one in a hurry: surprise removal of the drive in\n"
+"SLOT (the one-pause recipe of `remove --surprise`), then, D ms (default 0)\n"
+"after the domain resumed (host CLOCK_MONOTONIC), device_add of a NEW drive\n"
+"into the slot WITHOUT waiting for the guest's teardown -- the race between\n"
+"the guest tearing the old drive down and the new one arriving is what this\n"
+"measures. Then it watches the slot for --settle S seconds (default 5): QEMU\n"
+"unplugs whatever sits in a slot when the guest powers the slot off, so if the\n"
+"guest's teardown of the old drive ends after the add, the NEW drive is deleted\n"
+"(DEVICE_DELETED for its id, or gone from QOM): reported as deleted.\n"
+"\n"
+"The new drive: serial S (default: the slot's serial with the next generation,\n"
+"lab1-s3-g0 -> lab1-s3-g1); device id the first of nvme-s<SLOT>, nvme-s<SLOT>-b,\n"
+"nvme-s<SLOT>-c... that differs from the old drive's (so the old drive's and\n"
+"the new drive's DEVICE_DELETED events cannot be confused); block node a new\n"
+"null-co node (read-zeroes) swap-s<SLOT>-<N> of the old drive's size, created\n"
+"before the yank (the old drive's node is held until QEMU finalizes the old\n"
+"device, tens of ms after the unplug; a fresh node keeps that out of the\n"
+"measurement). Unused swap-s<SLOT>-* nodes of earlier swaps are deleted.\n"
+"\n"
+"Refused (exit 3): the slot holds no drive, or the guest is not done with it\n"
+"(powered off, or power indicator not on). Exit 0 when the new drive was kept,\n"
+"1 when it was deleted, the add failed or the removal failed.\n"
+"\n"
+"--json: {\"command\":\"swap\",\"ok\":..,\"result\":\"kept\"|\"deleted\"|\"add-failed\"|\n"
+"  \"remove-failed\",\"kept\":true,\"deleted\":false,\"delay_ms\":250,\"settle_s\":5.0,\n"
+"  \"old\":{\"device\":\"nvme-s3\",\"serial\":..,\"node\":..},\"new\":{\"device\":\"nvme-s3-b\",\n"
+"  \"serial\":\"lab1-s3-g1\",\"node\":\"swap-s3-1\",\"size\":..},\n"
+"  \"removal\":{..one slot of remove --surprise..,\"paused_ms\":..},\n"
+"  \"add\":{\"result\":\"added\"|\"failed\",\"error\":..,\"after_resume_ms\":250.3},\n"
+"  \"resumed_ns\":..,\"added_ns\":..,\"new_deleted_ns\":..|null (CLOCK_REALTIME / QEMU event\n"
+"  time), \"deleted_after_add_ms\":..|null, \"old_deleted_ns\":..,\n"
+"  \"guest\":{\"power_off_ms\":..,\"indicator_off_ms\":..,\"power_on_ms\":..} (first time\n"
+"  after the resume the slot registers showed it; polled, ~tens of ms; null if\n"
+"  not seen), \"slot_after\":{..hpslot status of the slot at the end..}}\n");
+		break;
+	case HP_CMD_STORM:
+		fprintf(f,
+"usage: hpslot storm --seed N --count K [--max-gap-ms M] [--orderly-percent P]\n"
+"                    [--wait S] [--settle S] [--dry-run] [-c URI] [--json] DOMAIN SLOT...\n"
+"\n"
+"K random hotplug actions across the SLOTs, reproducible from the seed: the\n"
+"action list is fixed by N, K, M, P and which SLOTs hold a drive at the start\n"
+"(and printed first; --dry-run prints it and stops). Each step picks a SLOT\n"
+"uniformly; an occupied one gets a removal -- orderly with probability P %%\n"
+"(default %d), else surprise -- and an empty one an add; then a pause of\n"
+"0..M ms (default %d; uniform). Removals and adds are those of `hpslot\n"
+"remove --surprise` and `hpslot add`; an orderly removal is only started\n"
+"(device_del: the guest's 5 s window runs while the storm goes on), after\n"
+"waiting up to S s for the slot's power indicator to stop blinking. An add\n"
+"waits (like add --wait S, default %g) until the slot's previous drive is gone\n"
+"and the guest has torn the slot down. Plan and reality can part (an action\n"
+"failed): a planned action that no longer fits the slot is skipped and\n"
+"logged.\n"
+"\n"
+"At the end it waits up to --settle S seconds (default %g) until every slot\n"
+"has settled: no removal pending, and the slot registers steady -- occupied:\n"
+"present, powered, power indicator on; empty: no device, powered off,\n"
+"indicator off -- and prints the expected state of each slot (occupied +\n"
+"serial, or empty) next to QEMU's.\n"
+"\n"
+"Exit 0 when every action was carried out, every slot settled and QEMU's\n"
+"state equals the expected one; 1 otherwise (see the log); 3 refused.\n"
+"\n"
+"--json: {\"command\":\"storm\",\"ok\":..,\"seed\":N,\"count\":K,\"max_gap_ms\":M,\n"
+"  \"orderly_percent\":P,\"initial\":[{\"slot\":3,\"occupied\":true,\"serial\":..}],\n"
+"  \"plan\":[{\"i\":1,\"action\":\"surprise\"|\"orderly\"|\"add\",\"slot\":3,\"gap_ms\":412}],\n"
+"  \"log\":[{\"i\":1,\"action\":..,\"slot\":3,\"t_s\":0.41,\"result\":\"ok\"|\"failed\"|\n"
+"    \"skipped\",\"serial\":..,\"error\":..,\"waited_s\":..}],\"actions_failed\":0,\n"
+"  \"settled\":true,\"settle_s\":3.2,\"final\":[{\"slot\":3,\"expected\":{\"occupied\":true,\n"
+"    \"serial\":..},\"qemu\":{\"occupied\":true,\"serial\":..,\"device\":..,\"power\":\"on\",\n"
+"    \"power_indicator\":\"on\",\"presence\":true},\"settled\":true,\"match\":true}],\n"
+"  \"mismatches\":0}\n",
+			HP_STORM_ORDERLY_DEFAULT, HP_STORM_MAX_GAP_DEFAULT, HP_STORM_WAIT_DEFAULT,
+			HP_STORM_SETTLE_DEFAULT);
 		break;
 	default:
 		hp_usage(f);
@@ -262,16 +349,54 @@ static const char *optval(int argc, char **argv, int *i, const char *arg, const 
 	return argv[++*i];
 }
 
+static int parse_long(const char *opt, const char *v, long min, long max, long *out, const char *what,
+		      char *err, size_t len)
+{
+	char *end;
+	errno = 0;
+	long n = strtol(v, &end, 10);
+	if (errno || end == v || *end || n < min || n > max)
+		return errf(err, len, "%s '%s': %s, %ld..%ld", opt, v, what, min, max);
+	*out = n;
+	return 0;
+}
+
+/* Option groups: which command each option belongs to. */
+enum {
+	G_REMOVE = 1 << 0,	/* --orderly --surprise --cancel --timeout --wait-guest */
+	G_ADD = 1 << 1,		/* --size --node --force */
+	G_SERIAL = 1 << 2,	/* --serial: add, swap */
+	G_WAIT = 1 << 3,	/* --wait: add, storm */
+	G_SETTLE = 1 << 4,	/* --settle: swap, storm */
+	G_SWAP = 1 << 5,	/* --delay-ms */
+	G_STORM = 1 << 6,	/* --seed --count --max-gap-ms --orderly-percent --dry-run */
+};
+
+static int allowed_groups(enum hp_cmd c)
+{
+	switch (c) {
+	case HP_CMD_REMOVE: return G_REMOVE;
+	case HP_CMD_ADD: return G_ADD | G_SERIAL | G_WAIT;
+	case HP_CMD_SWAP: return G_SWAP | G_SERIAL | G_SETTLE;
+	case HP_CMD_STORM: return G_STORM | G_WAIT | G_SETTLE;
+	default: return 0;
+	}
+}
+
 int hp_parse_args(int argc, char **argv, struct hp_args *a, char *err, size_t len)
 {
 	const char *pos[HP_MAX_SLOTS + 3];
-	int npos = 0;
+	const char *first_opt[8] = { 0 };	/* first option seen of each group (bit index) */
+	int npos = 0, groups = 0;
 	bool dashdash = false, timeout_given = false, wait_given = false, wait_guest_given = false;
+	bool count_given = false;
 
 	memset(a, 0, sizeof(*a));
 	a->uri = DEFAULT_URI;
 	a->timeout = DEFAULT_TIMEOUT;
 	a->size_mib = DEFAULT_SIZE_MIB;
+	a->max_gap_ms = HP_STORM_MAX_GAP_DEFAULT;
+	a->orderly_percent = HP_STORM_ORDERLY_DEFAULT;
 	if (err && len)
 		err[0] = 0;
 
@@ -279,6 +404,7 @@ int hp_parse_args(int argc, char **argv, struct hp_args *a, char *err, size_t le
 		const char *arg = argv[i];
 		const char *v;
 		size_t nl;
+		int g = 0;
 
 		if (dashdash || arg[0] != '-' || !arg[1]) {
 			if (npos >= (int)(sizeof(pos) / sizeof(pos[0])))
@@ -305,25 +431,75 @@ int hp_parse_args(int argc, char **argv, struct hp_args *a, char *err, size_t le
 			if (a->mode && a->mode != m)
 				return errf(err, len, "--orderly and --surprise exclude each other");
 			a->mode = m;
+			g = G_REMOVE;
 		} else if (!strcmp(arg, "--cancel")) {
 			a->cancel = true;
+			g = G_REMOVE;
 		} else if (!strcmp(arg, "--force")) {
 			a->force = true;
+			g = G_ADD;
+		} else if (!strcmp(arg, "--dry-run")) {
+			a->dry_run = true;
+			g = G_STORM;
 		} else if (IS("--timeout")) {
 			if (!(v = optval(argc, argv, &i, arg, "--timeout", err, len)) ||
 			    parse_seconds("--timeout", v, 0.1, 3600, &a->timeout, err, len))
 				return -1;
 			timeout_given = true;
+			g = G_REMOVE;
 		} else if (IS("--wait-guest")) {
 			if (!(v = optval(argc, argv, &i, arg, "--wait-guest", err, len)) ||
 			    parse_seconds("--wait-guest", v, 0, 600, &a->wait_guest, err, len))
 				return -1;
 			wait_guest_given = true;
+			g = G_REMOVE;
 		} else if (IS("--wait")) {
 			if (!(v = optval(argc, argv, &i, arg, "--wait", err, len)) ||
 			    parse_seconds("--wait", v, 0, 3600, &a->wait, err, len))
 				return -1;
 			wait_given = true;
+			g = G_WAIT;
+		} else if (IS("--settle")) {
+			if (!(v = optval(argc, argv, &i, arg, "--settle", err, len)) ||
+			    parse_seconds("--settle", v, 0, 3600, &a->settle, err, len))
+				return -1;
+			a->settle_given = true;
+			g = G_SETTLE;
+		} else if (IS("--delay-ms")) {
+			if (!(v = optval(argc, argv, &i, arg, "--delay-ms", err, len)) ||
+			    parse_long("--delay-ms", v, 0, 600000, &a->delay_ms, "milliseconds", err, len))
+				return -1;
+			g = G_SWAP;
+		} else if (IS("--seed")) {
+			char *end;
+			if (!(v = optval(argc, argv, &i, arg, "--seed", err, len)))
+				return -1;
+			errno = 0;
+			a->seed = strtoull(v, &end, 0);
+			if (errno || end == v || *end || v[0] == '-' || v[0] == '+' || isspace((unsigned char)v[0]))
+				return errf(err, len, "--seed '%s': an unsigned 64-bit number (decimal or 0x hex)", v);
+			a->seed_given = true;
+			g = G_STORM;
+		} else if (IS("--count")) {
+			long n;
+			if (!(v = optval(argc, argv, &i, arg, "--count", err, len)) ||
+			    parse_long("--count", v, 1, HP_STORM_MAX_COUNT, &n, "a number of actions", err, len))
+				return -1;
+			a->count = (int)n;
+			count_given = true;
+			g = G_STORM;
+		} else if (IS("--max-gap-ms")) {
+			if (!(v = optval(argc, argv, &i, arg, "--max-gap-ms", err, len)) ||
+			    parse_long("--max-gap-ms", v, 0, 600000, &a->max_gap_ms, "milliseconds", err, len))
+				return -1;
+			g = G_STORM;
+		} else if (IS("--orderly-percent")) {
+			long n;
+			if (!(v = optval(argc, argv, &i, arg, "--orderly-percent", err, len)) ||
+			    parse_long("--orderly-percent", v, 0, 100, &n, "a percentage", err, len))
+				return -1;
+			a->orderly_percent = (int)n;
+			g = G_STORM;
 		} else if (IS("--serial")) {
 			if (!(v = optval(argc, argv, &i, arg, "--serial", err, len)))
 				return -1;
@@ -331,6 +507,7 @@ int hp_parse_args(int argc, char **argv, struct hp_args *a, char *err, size_t le
 				return errf(err, len, "--serial '%s': an NVMe serial is 1..%d printable "
 					    "characters without spaces, quotes, commas or <>&", v, HP_SERIAL_MAX);
 			a->serial = v;
+			g = G_SERIAL;
 		} else if (IS("--size")) {
 			char *end;
 			if (!(v = optval(argc, argv, &i, arg, "--size", err, len)))
@@ -341,6 +518,7 @@ int hp_parse_args(int argc, char **argv, struct hp_args *a, char *err, size_t le
 				return errf(err, len, "--size '%s': a drive size in MiB, 1..1048576", v);
 			a->size_mib = n;
 			a->size_given = true;
+			g = G_ADD;
 		} else if (IS("--node")) {
 			if (!(v = optval(argc, argv, &i, arg, "--node", err, len)))
 				return -1;
@@ -349,36 +527,44 @@ int hp_parse_args(int argc, char **argv, struct hp_args *a, char *err, size_t le
 				return errf(err, len, "--node '%s': a block node name is a letter followed by "
 					    "letters, digits, '-', '_' or '.' (at most 31)", v);
 			a->node = v;
+			g = G_ADD;
 		} else {
 			return errf(err, len, "unknown option '%s' (see hpslot --help)", arg);
 		}
 #undef IS
+		if (g) {
+			int bit = __builtin_ctz((unsigned)g);
+			if (!first_opt[bit])
+				first_opt[bit] = arg;
+			groups |= g;
+		}
 	}
 
 	int k = 0;
 	if (npos > 0 && !strcmp(pos[0], "help")) {
 		a->help = true;
 		if (npos > 1) {
-			for (enum hp_cmd c = HP_CMD_STATUS; c <= HP_CMD_ADD; c++)
+			for (enum hp_cmd c = HP_CMD_FIRST; c <= HP_CMD_LAST; c++)
 				if (!strcmp(pos[1], hp_cmd_name(c)))
 					a->cmd = c;
 			if (!a->cmd)
-				return errf(err, len, "unknown command '%s': use status, remove or add", pos[1]);
+				return errf(err, len, "unknown command '%s': use status, remove, add, swap or storm",
+					    pos[1]);
 		}
 		return 0;
 	}
 	if (npos > 0) {
-		for (enum hp_cmd c = HP_CMD_STATUS; c <= HP_CMD_ADD; c++)
+		for (enum hp_cmd c = HP_CMD_FIRST; c <= HP_CMD_LAST; c++)
 			if (!strcmp(pos[0], hp_cmd_name(c)))
 				a->cmd = c;
 		if (!a->cmd)
-			return errf(err, len, "unknown command '%s': use status, remove or add", pos[0]);
+			return errf(err, len, "unknown command '%s': use status, remove, add, swap or storm", pos[0]);
 		k = 1;
 	}
 	if (a->help)
 		return 0;
 	if (!a->cmd)
-		return errf(err, len, "no command given: use status, remove or add (see hpslot --help)");
+		return errf(err, len, "no command given: use status, remove, add, swap or storm (see hpslot --help)");
 	if (k >= npos)
 		return errf(err, len, "%s: no DOMAIN given", hp_cmd_name(a->cmd));
 	a->domain = pos[k++];
@@ -400,12 +586,29 @@ int hp_parse_args(int argc, char **argv, struct hp_args *a, char *err, size_t le
 	}
 
 	/* which options go with which command */
-	if (a->cmd != HP_CMD_REMOVE && (a->mode || a->cancel || timeout_given || wait_guest_given))
-		return errf(err, len, "%s: --orderly, --surprise, --cancel, --timeout and --wait-guest belong "
-			    "to `hpslot remove`", hp_cmd_name(a->cmd));
-	if (a->cmd != HP_CMD_ADD && (a->serial || a->size_given || a->node || wait_given || a->force))
-		return errf(err, len, "%s: --serial, --size, --node, --wait and --force belong to "
-			    "`hpslot add`", hp_cmd_name(a->cmd));
+	int stray = groups & ~allowed_groups(a->cmd);
+	const char *cmd = hp_cmd_name(a->cmd);
+	if (a->cmd == HP_CMD_STATUS || a->cmd == HP_CMD_REMOVE || a->cmd == HP_CMD_ADD) {
+		/* (the messages the first three commands always gave) */
+		if (stray & G_REMOVE)
+			return errf(err, len, "%s: --orderly, --surprise, --cancel, --timeout and --wait-guest belong "
+				    "to `hpslot remove`", cmd);
+		if (stray & (G_ADD | G_SERIAL | G_WAIT))
+			return errf(err, len, "%s: --serial, --size, --node, --wait and --force belong to "
+				    "`hpslot add`", cmd);
+		if (stray & G_SWAP)
+			return errf(err, len, "%s: %.*s belongs to `hpslot swap`", cmd, (int)strcspn(first_opt[5], "="),
+				    first_opt[5]);
+		if (stray & G_STORM)
+			return errf(err, len, "%s: %.*s belongs to `hpslot storm`", cmd, (int)strcspn(first_opt[6], "="),
+				    first_opt[6]);
+		if (stray & G_SETTLE)
+			return errf(err, len, "%s: --settle belongs to `hpslot swap` and `hpslot storm`", cmd);
+	} else if (stray) {
+		int bit = __builtin_ctz((unsigned)stray);
+		return errf(err, len, "%s: option %.*s does not go with `hpslot %s` (see hpslot help %s)", cmd,
+			    (int)strcspn(first_opt[bit], "="), first_opt[bit], cmd, cmd);
+	}
 	if (a->cmd == HP_CMD_REMOVE) {
 		if (!a->mode)
 			return errf(err, len, "remove: say --orderly or --surprise");
@@ -415,9 +618,93 @@ int hp_parse_args(int argc, char **argv, struct hp_args *a, char *err, size_t le
 			return errf(err, len, "--wait-guest goes with remove --surprise (an orderly removal "
 				    "ends when the guest is done)");
 	}
-	if ((a->cmd == HP_CMD_REMOVE || a->cmd == HP_CMD_ADD) && a->nslots == 0)
-		return errf(err, len, "%s: no SLOT given", hp_cmd_name(a->cmd));
+	if (a->cmd != HP_CMD_STATUS && a->nslots == 0)
+		return errf(err, len, "%s: no SLOT given", cmd);
 	if (a->cmd == HP_CMD_ADD && (a->serial || a->node) && a->nslots != 1)
 		return errf(err, len, "add: --serial and --node name one drive: give exactly one SLOT");
+	if (a->cmd == HP_CMD_SWAP) {
+		if (a->nslots != 1)
+			return errf(err, len, "swap: give exactly one SLOT");
+		if (!a->settle_given)
+			a->settle = HP_SWAP_SETTLE_DEFAULT;
+	}
+	if (a->cmd == HP_CMD_STORM) {
+		if (!a->seed_given)
+			return errf(err, len, "storm: --seed N is required (the storm is reproducible from it)");
+		if (!count_given)
+			return errf(err, len, "storm: --count K is required");
+		if (!a->settle_given)
+			a->settle = HP_STORM_SETTLE_DEFAULT;
+		if (!wait_given)
+			a->wait = HP_STORM_WAIT_DEFAULT;
+	}
 	return 0;
+}
+
+/* ---- storm plan and swap ids (pure) ---------------------------------- */
+
+uint64_t hp_rng_next(uint64_t *state)
+{
+	uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+const char *hp_storm_kind_name(enum hp_storm_kind k)
+{
+	switch (k) {
+	case HP_STORM_SURPRISE: return "surprise";
+	case HP_STORM_ORDERLY: return "orderly";
+	case HP_STORM_ADD: return "add";
+	}
+	return "?";
+}
+
+int hp_storm_plan(uint64_t seed, int count, long max_gap_ms, int orderly_percent, bool *occupied,
+		  int nslots, struct hp_storm_action *out)
+{
+	uint64_t st = seed;
+
+	if (count < 0 || nslots < 1 || max_gap_ms < 0 || orderly_percent < 0 || orderly_percent > 100)
+		return -1;
+	for (int i = 0; i < count; i++) {
+		uint64_t r_slot = hp_rng_next(&st), r_kind = hp_rng_next(&st), r_gap = hp_rng_next(&st);
+		int s = (int)(r_slot % (uint64_t)nslots);
+		out[i].slot_idx = s;
+		if (occupied[s])
+			out[i].kind = (int)(r_kind % 100) < orderly_percent ? HP_STORM_ORDERLY : HP_STORM_SURPRISE;
+		else
+			out[i].kind = HP_STORM_ADD;
+		occupied[s] = out[i].kind == HP_STORM_ADD;
+		out[i].gap_ms = (long)(r_gap % (uint64_t)(max_gap_ms + 1));
+	}
+	return count;
+}
+
+static bool id_in_list(const char *list, const char *id)
+{
+	size_t l = strlen(id);
+	for (const char *p = list; p && (p = strstr(p, id)); p += l)
+		if ((p == list || p[-1] == ' ') && (p[l] == ' ' || !p[l]))
+			return true;
+	return false;
+}
+
+int hp_swap_device_id(int slot, const char *old_id, const char *present, char *out, size_t len)
+{
+	for (int k = 0; k < 26; k++) {
+		char id[64];
+		if (k == 0)
+			snprintf(id, sizeof(id), "nvme-s%d", slot);
+		else
+			snprintf(id, sizeof(id), "nvme-s%d-%c", slot, 'a' + k);
+		if ((old_id && !strcmp(id, old_id)) || id_in_list(present, id))
+			continue;
+		if (strlen(id) >= len)
+			return -1;
+		strcpy(out, id);
+		return 0;
+	}
+	return -1;
 }

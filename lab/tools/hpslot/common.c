@@ -293,3 +293,37 @@ int hp_default_serial(struct hp_ctx *h, int slot, char *out, size_t len, char *e
 	strcpy(out, buf);
 	return 0;
 }
+
+/* ---- sub-commands (swap, storm) ---------------------------------------- */
+
+void hp_out_init(struct hp_out *o, struct hp_args *a)
+{
+	memset(o, 0, sizeof(*o));
+	o->a = a;
+	o->root = json_object_new_object();
+	o->slots = json_object_new_array();
+	json_object_object_add(o->root, "slots", json_object_get(o->slots));
+}
+
+void hp_out_free(struct hp_out *o)
+{
+	json_object_put(o->slots);
+	json_object_put(o->root);
+	o->slots = o->root = NULL;
+}
+
+int hp_topo_reload(struct hp_ctx *h, struct hp_topo *t, struct hp_args *a, struct hp_port **ports,
+		   char *err, size_t errlen)
+{
+	hp_topo_free(t);
+	if (hp_topo_load(h, t, true, err, errlen))
+		return -1;
+	for (int i = 0; i < a->nslots; i++) {
+		ports[i] = hp_topo_find(t, &a->slots[i]);
+		if (!ports[i]) {
+			snprintf(err, errlen, "slot %s disappeared from the topology", a->slots[i].text);
+			return -1;
+		}
+	}
+	return 0;
+}

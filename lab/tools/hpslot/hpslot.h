@@ -137,7 +137,9 @@ int hp_xml_serial_prefix(const char *xml, char *out, size_t len);
 bool hp_valid_serial(const char *s);
 
 /* ---- command line (args.c) -------------------------------------------- */
-enum hp_cmd { HP_CMD_NONE, HP_CMD_STATUS, HP_CMD_REMOVE, HP_CMD_ADD };
+enum hp_cmd { HP_CMD_NONE, HP_CMD_STATUS, HP_CMD_REMOVE, HP_CMD_ADD, HP_CMD_SWAP, HP_CMD_STORM };
+#define HP_CMD_FIRST HP_CMD_STATUS
+#define HP_CMD_LAST HP_CMD_STORM
 enum hp_mode { HP_MODE_NONE, HP_MODE_ORDERLY, HP_MODE_SURPRISE };
 
 struct hp_slotspec {
@@ -164,9 +166,27 @@ struct hp_args {
 	long size_mib;
 	bool size_given;
 	const char *node;
-	double wait;
+	double wait;		/* add, storm: seconds to wait for a slot to become ready */
 	bool force;
+	/* swap */
+	long delay_ms;		/* from the resume after the yank to device_add */
+	double settle;		/* swap: watch the new device; storm: final settle timeout */
+	bool settle_given;
+	/* storm */
+	unsigned long long seed;
+	bool seed_given;
+	int count;
+	long max_gap_ms;
+	int orderly_percent;
+	bool dry_run;
 };
+
+#define HP_SWAP_SETTLE_DEFAULT 5.0
+#define HP_STORM_SETTLE_DEFAULT 60.0
+#define HP_STORM_WAIT_DEFAULT 30.0
+#define HP_STORM_MAX_GAP_DEFAULT 1000
+#define HP_STORM_ORDERLY_DEFAULT 25
+#define HP_STORM_MAX_COUNT 100000
 
 /* Parse the whole command line (argv[0] is the program). Returns 0 when
  * args are complete (or a->help is set), -1 with a message in err. */
@@ -175,6 +195,33 @@ int hp_parse_slotspec(const char *s, struct hp_slotspec *out);
 const char *hp_cmd_name(enum hp_cmd c);
 void hp_usage(FILE *f);
 void hp_cmd_help(FILE *f, enum hp_cmd c);
+
+/* ---- storm plan (args.c; pure) --------------------------------------- */
+enum hp_storm_kind { HP_STORM_SURPRISE, HP_STORM_ORDERLY, HP_STORM_ADD };
+
+struct hp_storm_action {
+	int slot_idx;		/* index into the SLOT arguments */
+	enum hp_storm_kind kind;
+	long gap_ms;		/* pause after the action */
+};
+
+/* splitmix64: the storm's seeded generator (same seed, same numbers on
+ * every host). */
+uint64_t hp_rng_next(uint64_t *state);
+const char *hp_storm_kind_name(enum hp_storm_kind k);
+/* The storm's action list, fixed by (seed, count, max_gap_ms,
+ * orderly_percent) and the slots' occupancy at the start: each step draws
+ * three numbers (slot, kind, gap) whatever it decides, picks a slot
+ * uniformly; an occupied slot gets a removal (orderly with probability
+ * orderly_percent %, else surprise), an empty one an add; the gap is
+ * uniform in 0..max_gap_ms. Fills out[0..count-1]; `occupied` is updated
+ * to the expected end state. Returns the number of actions, -1 on bad input. */
+int hp_storm_plan(uint64_t seed, int count, long max_gap_ms, int orderly_percent, bool *occupied,
+		  int nslots, struct hp_storm_action *out);
+/* Device id for a drive swapped into `slot` while `old_id` is leaving:
+ * the first of nvme-s<SLOT>, nvme-s<SLOT>-b, nvme-s<SLOT>-c ... that is not
+ * old_id and not in `present` (space-separated ids). 0 or -1. */
+int hp_swap_device_id(int slot, const char *old_id, const char *present, char *out, size_t len);
 
 /* ---- monitor access (mon.c) ------------------------------------------- */
 struct hp_ctx;
@@ -269,6 +316,11 @@ struct hp_out {
 	struct hp_args *a;
 	struct json_object *root;	/* the one JSON object */
 	struct json_object *slots;	/* per-slot results */
+	/* remove --surprise calls this right after resuming the domain
+	 * (monotonic ns of the resume), before it looks at the result: swap
+	 * does its device_add from here */
+	void (*after_resume)(struct hp_out *o, struct hp_ctx *h, long long resumed_mono_ns, void *arg);
+	void *after_resume_arg;
 };
 
 /* Open, check the domain runs, load topology, resolve the slot arguments.
@@ -298,5 +350,29 @@ int hp_vm_cont(struct hp_ctx *h, char *err, size_t errlen);
 int cmd_status(struct hp_args *a, struct hp_out *o);
 int cmd_remove(struct hp_args *a, struct hp_out *o);
 int cmd_add(struct hp_args *a, struct hp_out *o);
+int cmd_swap(struct hp_args *a, struct hp_out *o);
+int cmd_storm(struct hp_args *a, struct hp_out *o);
+
+/* The commands' work on an open domain and loaded topology (ports[i] is
+ * the port of a->slots[i]); used by swap and storm with sub-arguments.
+ * hp_add_ports may reload *t (while it waits) and updates ports[]. */
+int hp_remove_ports(struct hp_args *a, struct hp_out *o, struct hp_ctx *h, struct hp_topo *t,
+		    struct hp_port **ports);
+int hp_add_ports(struct hp_args *a, struct hp_out *o, struct hp_ctx *h, struct hp_topo *t,
+		 struct hp_port **ports);
+/* A fresh hp_out for a sub-command (JSON only, nothing printed); free with
+ * hp_out_free. */
+void hp_out_init(struct hp_out *o, struct hp_args *a);
+void hp_out_free(struct hp_out *o);
+/* Reload the topology and re-resolve ports[i] for a->slots[i]. */
+int hp_topo_reload(struct hp_ctx *h, struct hp_topo *t, struct hp_args *a, struct hp_port **ports,
+		   char *err, size_t errlen);
+/* Is the device (QOM path) still there? 1 yes, 0 no, -1 unknown. */
+int hp_device_present(struct hp_ctx *h, const char *path);
+int hp_device_del(struct hp_ctx *h, const char *id, char *err, size_t len);
+/* QEMU's timestamp (realtime ns) of the first event `name` for `device`
+ * (id or QOM path; NULL any) at or after after_real_ns; -1 none. With
+ * nth > 0 the nth such event. */
+long long hp_event_ts(struct hp_ctx *h, const char *name, const char *device, long long after_real_ns, int nth);
 
 #endif

@@ -21,7 +21,7 @@ int main(int argc, char **argv)
 			puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
 			json_object_put(o);
 		} else {
-			fprintf(stderr, "usage: hpslot [-c URI] [--json] status|remove|add ... (hpslot --help)\n");
+			fprintf(stderr, "usage: hpslot [-c URI] [--json] status|remove|add|swap|storm ... (hpslot --help)\n");
 		}
 		return HP_EXIT_USAGE;
 	}
@@ -30,7 +30,7 @@ int main(int argc, char **argv)
 		return HP_EXIT_OK;
 	}
 
-	struct hp_out o = { &a, json_object_new_object(), json_object_new_array() };
+	struct hp_out o = { &a, json_object_new_object(), json_object_new_array(), NULL, NULL };
 	json_object_object_add(o.root, "command", json_object_new_string(hp_cmd_name(a.cmd)));
 	json_object_object_add(o.root, "domain", json_object_new_string(a.domain));
 	json_object_object_add(o.root, "uri", json_object_new_string(a.uri));
@@ -39,6 +39,8 @@ int main(int argc, char **argv)
 	case HP_CMD_STATUS: rc = cmd_status(&a, &o); break;
 	case HP_CMD_REMOVE: rc = cmd_remove(&a, &o); break;
 	case HP_CMD_ADD: rc = cmd_add(&a, &o); break;
+	case HP_CMD_SWAP: rc = cmd_swap(&a, &o); break;
+	case HP_CMD_STORM: rc = cmd_storm(&a, &o); break;
 	default: rc = HP_EXIT_USAGE;
 	}
 	json_object_object_add(o.root, "ok", json_object_new_boolean(rc == 0));

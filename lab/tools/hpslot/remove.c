@@ -101,21 +101,24 @@ static const char *dev_ref(const struct hp_port *p)
 	return p->drive.id[0] ? p->drive.id : p->drive.path;
 }
 
-static int device_del(struct hp_ctx *h, const char *id, char *err, size_t len)
+int hp_device_del(struct hp_ctx *h, const char *id, char *err, size_t len)
 {
 	struct json_object *a = json_object_new_object();
 	json_object_object_add(a, "id", json_object_new_string(id));
 	return hp_qmp(h, "device_del", a, NULL, err, len);
 }
 
-/* Is the device (id or QOM path) still there? 1 yes, 0 no, -1 unknown. */
-static int device_present(struct hp_ctx *h, const struct hp_port *p)
+static int device_del(struct hp_ctx *h, const char *id, char *err, size_t len)
+{
+	return hp_device_del(h, id, err, len);
+}
+
+int hp_device_present(struct hp_ctx *h, const char *qom_path)
 {
 	struct json_object *a = json_object_new_object(), *r;
-	char err[256], path[200];
+	char err[256];
 
-	snprintf(path, sizeof(path), "%s", p->drive.path);
-	json_object_object_add(a, "path", json_object_new_string(path));
+	json_object_object_add(a, "path", json_object_new_string(qom_path));
 	json_object_object_add(a, "property", json_object_new_string("type"));
 	if (hp_qmp(h, "qom-get", a, &r, err, sizeof(err)))
 		return strstr(err, "not found") ? 0 : -1;
@@ -123,11 +126,17 @@ static int device_present(struct hp_ctx *h, const struct hp_port *p)
 	return 1;
 }
 
-static long long event_ts_ns(struct hp_ctx *h, const char *name, const char *device, long long after_real_ns)
+/* Is the port's drive (by its QOM path) still there? 1 yes, 0 no, -1 unknown. */
+static int device_present(struct hp_ctx *h, const struct hp_port *p)
+{
+	return hp_device_present(h, p->drive.path);
+}
+
+long long hp_event_ts(struct hp_ctx *h, const char *name, const char *device, long long after_real_ns, int nth)
 {
 	struct hp_event *ev = calloc(MAX_EV, sizeof(*ev));
 	long long ts = -1;
-	int n = hp_events(h, ev, MAX_EV);
+	int n = hp_events(h, ev, MAX_EV), seen = 0;
 	for (int i = 0; i < n; i++) {
 		if (strcmp(ev[i].name, name))
 			continue;
@@ -135,11 +144,18 @@ static long long event_ts_ns(struct hp_ctx *h, const char *name, const char *dev
 			continue;
 		if (ev[i].ts_us * 1000 < after_real_ns - 1000000)	/* 1 ms slack */
 			continue;
+		if (++seen < (nth > 0 ? nth : 1))
+			continue;
 		ts = ev[i].ts_us * 1000;
 		break;
 	}
 	free(ev);
 	return ts;
+}
+
+static long long event_ts_ns(struct hp_ctx *h, const char *name, const char *device, long long after_real_ns)
+{
+	return hp_event_ts(h, name, device, after_real_ns, 1);
 }
 
 static struct json_object *slot_base(const struct hp_port *p)
@@ -225,6 +241,8 @@ static int surprise(struct hp_args *a, struct hp_out *o, struct hp_ctx *h, struc
 		hp_fail(o, "%s", perr);
 		rc = HP_EXIT_FAILED;
 	}
+	if (o->after_resume && !ps.stopped)
+		o->after_resume(o, h, ps.cont_done, o->after_resume_arg);
 	double paused_ms = (ps.cont_done - ps.stop_sent) / 1e6;
 	json_object_object_add(o->root, "paused_ms", hp_num(paused_ms, 3));
 	json_object_object_add(o->root, "paused_min_ms",
@@ -653,10 +671,24 @@ int cmd_remove(struct hp_args *a, struct hp_out *o)
 	struct hp_port *ports[HP_MAX_SLOTS];
 	int rc = hp_prepare(a, o, &h, &t, ports, true, true);
 
+	if (rc) {
+		json_object_object_add(o->root, "mode",
+				       json_object_new_string(a->mode == HP_MODE_SURPRISE ? "surprise" : "orderly"));
+	} else {
+		rc = hp_remove_ports(a, o, h, &t, ports);
+	}
+	hp_topo_free(&t);
+	hp_close(h);
+	return rc;
+}
+
+int hp_remove_ports(struct hp_args *a, struct hp_out *o, struct hp_ctx *h, struct hp_topo *tp,
+		    struct hp_port **ports)
+{
+	int rc = 0;
+
 	json_object_object_add(o->root, "mode",
 			       json_object_new_string(a->mode == HP_MODE_SURPRISE ? "surprise" : "orderly"));
-	if (rc)
-		goto out;
 	for (int i = 0; i < a->nslots; i++) {
 		struct hp_port *p = ports[i];
 		if (!p->ndrives) {
@@ -690,11 +722,9 @@ int cmd_remove(struct hp_args *a, struct hp_out *o)
 	/* --cancel changes Slot Control for seconds: hold signals back until it is restored */
 	if (a->cancel)
 		hp_signals_block(true);
-	rc = a->mode == HP_MODE_SURPRISE ? surprise(a, o, h, &t, ports) : orderly(a, o, h, &t, ports);
+	rc = a->mode == HP_MODE_SURPRISE ? surprise(a, o, h, tp, ports) : orderly(a, o, h, tp, ports);
 	if (a->cancel)
 		hp_signals_block(false);
 out:
-	hp_topo_free(&t);
-	hp_close(h);
 	return rc;
 }

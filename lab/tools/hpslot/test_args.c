@@ -141,4 +141,79 @@ void test_args(void)
 	BAD("--node 'a b'", "add", "dom", "3", "--node", "a b");
 	BAD("belong to `hpslot remove`", "add", "dom", "3", "--orderly");
 	BAD("not a number of seconds", "add", "dom", "3", "--wait", "-1");
+	/* add keeps refusing the new commands' options */
+	BAD("--delay-ms belongs to `hpslot swap`", "add", "dom", "3", "--delay-ms", "5");
+	BAD("--seed belongs to `hpslot storm`", "status", "dom", "--seed", "5");
+	BAD("--settle belongs to `hpslot swap` and `hpslot storm`", "remove", "--surprise", "dom", "3",
+	    "--settle", "2");
+	BAD("add: --count belongs to `hpslot storm`", "add", "dom", "3", "--count=4");
+
+	/* swap */
+	OK("swap", "dom", "3");
+	CHECK(a.cmd == HP_CMD_SWAP && a.nslots == 1 && a.slots[0].slot == 3);
+	CHECK(a.delay_ms == 0 && a.settle == 5.0 && !a.serial);
+	OK("swap", "--delay-ms", "250", "--serial", "lab1-s3-g9", "--settle=2.5", "dom", "pci.3");
+	CHECK(a.delay_ms == 250 && a.settle == 2.5);
+	CHECK_STR(a.serial, "lab1-s3-g9");
+	CHECK_STR(a.slots[0].port, "pci.3");
+	OK("--json", "swap", "dom", "3", "--delay-ms=0");
+	CHECK(a.json && a.delay_ms == 0);
+	OK("swap", "dom", "3", "--delay-ms", "600000", "--settle", "0");
+	CHECK(a.delay_ms == 600000 && a.settle == 0);
+	BAD("exactly one SLOT", "swap", "dom", "3", "4");
+	BAD("no SLOT", "swap", "dom");
+	BAD("no DOMAIN", "swap");
+	BAD("--delay-ms '-1': milliseconds, 0..600000", "swap", "dom", "3", "--delay-ms", "-1");
+	BAD("--delay-ms '600001'", "swap", "dom", "3", "--delay-ms", "600001");
+	BAD("--delay-ms '1.5'", "swap", "dom", "3", "--delay-ms", "1.5");
+	BAD("--delay-ms 'x'", "swap", "dom", "3", "--delay-ms", "x");
+	BAD("option --delay-ms needs a value", "swap", "dom", "3", "--delay-ms");
+	BAD("not a number of seconds", "swap", "dom", "3", "--settle", "-1");
+	BAD("--serial 'a,b'", "swap", "dom", "3", "--serial", "a,b");
+	BAD("option --wait does not go with `hpslot swap`", "swap", "dom", "3", "--wait", "2");
+	BAD("option --surprise does not go with `hpslot swap`", "swap", "--surprise", "dom", "3");
+	BAD("option --size does not go with `hpslot swap`", "swap", "dom", "3", "--size", "8");
+	BAD("option --count does not go with `hpslot swap`", "swap", "dom", "3", "--count", "8");
+	BAD("'x3' is not a slot", "swap", "dom", "x3");
+
+	/* storm */
+	OK("storm", "--seed", "42", "--count", "40", "dom", "1", "2", "3");
+	CHECK(a.cmd == HP_CMD_STORM && a.seed == 42 && a.seed_given && a.count == 40 && a.nslots == 3);
+	CHECK(a.max_gap_ms == 1000 && a.orderly_percent == 25 && a.wait == 30.0 && a.settle == 60.0);
+	CHECK(!a.dry_run);
+	OK("storm", "--seed=0x10", "--count=1", "--max-gap-ms", "0", "--orderly-percent", "100", "--wait", "5",
+	   "--settle", "7", "--dry-run", "dom", "pci.1");
+	CHECK(a.seed == 16 && a.count == 1 && a.max_gap_ms == 0 && a.orderly_percent == 100);
+	CHECK(a.wait == 5.0 && a.settle == 7.0 && a.dry_run);
+	OK("storm", "--seed", "18446744073709551615", "--count", "100000", "dom", "1");
+	CHECK(a.seed == 18446744073709551615ULL && a.count == 100000);
+	OK("storm", "--seed", "0", "--count", "2", "--orderly-percent", "0", "dom", "1");
+	CHECK(a.seed == 0 && a.seed_given && a.orderly_percent == 0);
+	BAD("--seed N is required", "storm", "--count", "4", "dom", "1");
+	BAD("--count K is required", "storm", "--seed", "4", "dom", "1");
+	BAD("no SLOT", "storm", "--seed", "4", "--count", "4", "dom");
+	BAD("--seed '-1'", "storm", "--seed", "-1", "--count", "4", "dom", "1");
+	BAD("--seed '18446744073709551616'", "storm", "--seed", "18446744073709551616", "--count", "4", "dom", "1");
+	BAD("--seed 'abc'", "storm", "--seed", "abc", "--count", "4", "dom", "1");
+	BAD("--seed ''", "storm", "--seed=", "--count", "4", "dom", "1");
+	BAD("--count '0'", "storm", "--seed", "1", "--count", "0", "dom", "1");
+	BAD("--count '100001'", "storm", "--seed", "1", "--count", "100001", "dom", "1");
+	BAD("--max-gap-ms '-5'", "storm", "--seed", "1", "--count", "1", "--max-gap-ms", "-5", "dom", "1");
+	BAD("--orderly-percent '101': a percentage, 0..100", "storm", "--seed", "1", "--count", "1",
+	    "--orderly-percent", "101", "dom", "1");
+	BAD("option --serial does not go with `hpslot storm`", "storm", "--seed", "1", "--count", "1",
+	    "--serial", "x", "dom", "1");
+	BAD("option --delay-ms does not go with `hpslot storm`", "storm", "--seed", "1", "--count", "1",
+	    "--delay-ms", "1", "dom", "1");
+	BAD("option --timeout does not go with `hpslot storm`", "storm", "--seed", "1", "--count", "1",
+	    "--timeout", "1", "dom", "1");
+	BAD("named twice", "storm", "--seed", "1", "--count", "1", "dom", "1", "1");
+	BAD("add: --dry-run belongs to `hpslot storm`", "add", "dom", "1", "--dry-run");
+	BAD("--settle: 'x' is not a number of seconds", "storm", "--seed", "1", "--count", "1", "dom", "1", "--settle=x");
+
+	/* help for the new commands */
+	OK("help", "swap");
+	CHECK(a.help && a.cmd == HP_CMD_SWAP);
+	OK("storm", "--help");
+	CHECK(a.help && a.cmd == HP_CMD_STORM);
 }

@@ -28,5 +28,6 @@ void test_regs(void);
 void test_text(void);
 void test_serials(void);
 void test_args(void);
+void test_storm(void);
 
 #endif

@@ -9,6 +9,7 @@ int main(void)
 	test_text();
 	test_serials();
 	test_args();
+	test_storm();
 	printf("%d passed, %d failed\n", t_passed, t_failed);
 	return t_failed ? 1 : 0;
 }

@@ -13,6 +13,7 @@ static const struct {
 	{ "arm", cmd_arm, "--dir D --slots N,... [--fio N,...] [--fio-runtime S] [--hung-task-timeout S]" },
 	{ "collect", cmd_collect, "--dir D --expect-gone N,... [--timeout S] [--fio-timeout S]" },
 	{ "drives", cmd_drives, "--expect SLOT=SERIAL,... [--timeout S] [--verify-mib M]" },
+	{ "view", cmd_view, "--slots N,... [--since-seq SEQ] [--expect SLOT=SERIAL|SLOT=empty,...] [--timeout S] [--log [LINES]]" },
 };
 
 static void usage(FILE *f)
