@@ -481,6 +481,9 @@ static void parse_trace_line(char *line, struct slot *slots, int n, double armed
 
 		if (!a || sscanf(a + 5, "%31s", name) != 1)
 			return;
+		/* pciehp_slot_event also fires for Command Completed alone */
+		if (!strcmp(event, "pciehp_slot_event") && !strstr(colon, "PDC") && !strstr(colon, "DLLSC"))
+			return;
 		for (int i = 0; i < n; i++)
 			if (!strcmp(slots[i].name, name))
 				for (int k = 0; k < TP_N; k++)
