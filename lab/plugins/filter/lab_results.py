@@ -191,7 +191,8 @@ def lab_scenario_seconds(name, records):
 
 
 def lab_format_phase(item):
-    return f"{item['key']:<28} {float(item['value']):9.2f}"
+    value = item["value"]
+    return f"{item['key']:<28} {float(value):9.2f}" if value is not None else f"{item['key']:<28}       n/a"
 
 
 class FilterModule:
