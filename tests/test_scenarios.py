@@ -1,8 +1,9 @@
 """The hotplug scenarios end to end: `ansible-playbook lab.yml` runs
 quick-swap and storm on a small VM of its own and records both as passed,
-with their metrics."""
+with their metrics; and the scenarios' filters without a VM."""
 
 import json
+import sys
 
 from conftest import REPO, playbook, remove_domain
 
@@ -48,3 +49,69 @@ def test_quick_swap_and_storm_pass_with_their_metrics():
     assert sum(m["action_kinds"][0].values()) == 12
     assert "--seed 4242" in m["replay"]
     assert st["findings"] == []
+
+
+# ---- the scenarios' filters, without a VM ------------------------------------
+
+sys.path.insert(0, str(REPO / "lab/plugins/filter"))
+import lab_scenarios  # noqa: E402
+
+
+def status(**slots):
+    """hpslot status --json with the given slot -> serial (None: empty)."""
+    return json.dumps({"ok": True, "slots": [
+        {"slot": int(k[1:]), "drive": {"serial": v} if v else None} for k, v in slots.items()]})
+
+
+def view(**slots):
+    out = []
+    for k, v in slots.items():
+        s = {"slot": k[1:], "occupied": bool(v), "bound": bool(v), "serial": v or None,
+             "namespace": "nvme0n1" if v else None, "nvme": [{"name": "nvme0"}] if v else []}
+        out.append(s)
+    return json.dumps({"ok": True, "slots": out})
+
+
+def test_seed_is_the_profiles_or_derived_from_run_and_vm():
+    assert lab_scenarios.lab_storm_seed(17, "r", 1) == 17
+    assert lab_scenarios.lab_storm_seed("", "r", 1) == lab_scenarios.lab_storm_seed("", "r", 1)
+    assert lab_scenarios.lab_storm_seed("", "r", 1) != lab_scenarios.lab_storm_seed("", "r", 2)
+
+
+def test_layout_fix_and_expectations_from_hpslot_status():
+    st = status(s1="a", s2=None, s3="c", s4=None)
+    assert lab_scenarios.lab_layout_fix(st, [1, 2], [1, 2, 3, 4]) == \
+        {"ok": True, "extra": [3], "missing": [2], "changed": True}
+    assert lab_scenarios.lab_expect_arg(st, [1, 2, 3]) == "1=a,2=empty,3=c"
+    assert not lab_scenarios.lab_layout_fix("not json", [1], [1])["ok"]
+
+
+def test_guest_and_qemu_views_compared_slot_by_slot():
+    st = status(s1="a", s2=None, s3="c")
+    assert lab_scenarios.lab_view_vs_qemu(view(s1="a", s2=None, s3="c"), st, [1, 2, 3]) == []
+    bad = lab_scenarios.lab_view_vs_qemu(view(s1="x", s2="b", s3=None), st, [1, 2, 3])
+    assert [(m["slot"], m["why"]) for m in bad] == [
+        (1, "different serial"), (2, "QEMU has no drive in the slot, the guest still has one"),
+        (3, "QEMU has a drive, the guest sees none")]
+
+
+def test_quick_swap_outcomes_and_smallest_working_delay():
+    ok = {"rc": 0, "stdout": "{}"}
+    kept = {"rc": 0, "stdout": json.dumps({"result": "kept", "new": {"serial": "s-g1"}})}
+    deleted = {"rc": 1, "stdout": json.dumps({"result": "deleted", "new": {"serial": "s-g2", "device": "nvme-s1-b"},
+                                              "deleted_after_add_ms": 50})}
+    rview = {"rc": 0, "stdout": json.dumps({"log": ["x", "[1] Card not present", "[2] Card not present"]})}
+    skipped = {"skipped": True}
+    recs = [lab_scenarios.lab_quickswap_delay(1000, kept, ok),
+            lab_scenarios.lab_quickswap_delay(500, deleted, skipped, rview, ok, ok),
+            lab_scenarios.lab_quickswap_delay(0, kept, ok),
+            lab_scenarios.lab_quickswap_delay(100, kept, {"rc": 1, "stdout": "{}"}, rview, skipped, skipped)]
+    assert [r["outcome"] for r in recs] == ["ok", "race", "ok", "error"]
+    race = recs[1]["findings"][0]
+    assert race["kind"] == "race" and race["context"][0] == "[1] Card not present"
+    assert race["context"][-1].startswith("hpslot swap: ")
+    m = lab_scenarios.lab_quickswap_metrics([recs[:3]], [1000, 500, 0])
+    assert m["smallest_working_delay_ms"] == 1000 and m["races"] == 1 and m["ok"] == 2
+    assert lab_scenarios.lab_quickswap_iteration_ok(recs[:3], [1000, 500, 0])
+    assert not lab_scenarios.lab_quickswap_iteration_ok(recs, [1000, 500, 0, 100])
+    assert lab_scenarios.lab_quickswap_metrics([[recs[1]]], [500])["smallest_working_delay_ms"] is None

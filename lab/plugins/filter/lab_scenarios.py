@@ -178,6 +178,15 @@ def _swap_summary(rep):
     return out
 
 
+def _since_yank(log, limit=60):
+    """The kernel log from this swap's yank on: from the last-but-one
+    'Card not present' (the yank; the last one is the guest's look at the
+    slot after QEMU deleted the new drive), else the last `limit` lines."""
+    hits = [i for i, line in enumerate(log) if "Card not present" in line]
+    start = hits[-2] if len(hits) >= 2 else max(len(log) - limit, 0)
+    return log[max(start, len(log) - limit):]
+
+
 def lab_quickswap_delay(delay, swap, check, race_view=None, restore=None, restore_check=None):
     """One delay of quick-swap: outcome 'ok' (QEMU kept the new drive and the
     guest enumerated its serial), 'race' (QEMU deleted the new drive because
@@ -205,7 +214,7 @@ def lab_quickswap_delay(delay, swap, check, race_view=None, restore=None, restor
                                          (restore_check, "restore-check"))]
     view = steps[0]["report"] or {}
     swap_line = json.dumps(_swap_summary(rep), sort_keys=True)
-    log = (view.get("log") or [])[-60:]
+    log = _since_yank(view.get("log") or [])
     if result == "deleted" and all(s["ok"] for s in steps):
         rec["outcome"] = "race"
         rec["findings"].append({
