@@ -7,6 +7,8 @@ import json
 
 
 def _js(text):
+    if isinstance(text, dict):  # a JSON text Ansible's templating already turned into a dict
+        return text
     try:
         value = json.loads(text)
         return value if isinstance(value, dict) else None
