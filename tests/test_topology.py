@@ -104,3 +104,9 @@ def test_qemu_accepts_topology(name):
         virsh("destroy", dom)
         virsh("undefine", dom)
         shutil.rmtree(tmp_path, ignore_errors=True)
+
+
+def test_device_xml_for_hand_use_is_valid():
+    for path in (REPO / "domains/devices").glob("*.xml"):
+        r = run(["xmllint", "--noout", str(path)])
+        assert r.returncode == 0, f"{path}: {r.stderr}"
