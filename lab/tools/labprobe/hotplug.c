@@ -290,6 +290,7 @@ int cmd_arm(int argc, char **argv, struct json_object *out)
 	struct json_object *state = json_object_new_object(), *arr, *pr;
 	struct checks c;
 	char path[300];
+	pid_t fio_pgid = 0;
 
 	for (int i = 0; i < argc; i++) {
 		if (!strcmp(argv[i], "--dir") && i + 1 < argc)
@@ -391,9 +392,12 @@ int cmd_arm(int argc, char **argv, struct json_object *out)
 			_exit(0);
 		}
 		waitpid(pid, NULL, 0);
+		/* the supervisor and its fio jobs form process group `pid` */
+		json_object_object_add(state, "fio_pgid", json_object_new_int(pid));
+		fio_pgid = pid;
 		for (int i = 0; i < nslots; i++)
 			before[i] = slots[i].fio ? ns_io(slots[i].nss[0]) : 0;
-		for (int tries = 0; tries < 100; tries++) {	/* up to 10 s for I/O to flow */
+		for (int tries = 0; tries < 600; tries++) {	/* up to 60 s for I/O to flow */
 			int flowing = 0, want = 0;
 
 			usleep(100000);
@@ -403,12 +407,20 @@ int cmd_arm(int argc, char **argv, struct json_object *out)
 				want++;
 				flowing += ns_io(slots[i].nss[0]) > before[i] + 16;
 			}
-			if (flowing == want || tries == 99) {
+			if (flowing == want || tries == 599) {
 				check(&c, flowing == want, "fio-running", "I/O flowing on %d of %d drives",
 				      flowing, want);
 				break;
 			}
 		}
+	}
+	snprintf(path, sizeof(path), "%s/state.json", dir);
+	json_object_to_file_ext(path, state, JSON_C_TO_STRING_PLAIN);
+	if (c.failed) {
+		/* all or nothing: a failed arm leaves no fio and no probes behind */
+		if (fio_pgid > 0)
+			kill(-fio_pgid, SIGKILL);
+		probes_remove();
 	}
 	json_object_object_add(out, "state", state);
 	json_object_object_add(out, "checks", c.list);
@@ -630,6 +642,11 @@ int cmd_collect(int argc, char **argv, struct json_object *out)
 			break;
 		usleep(50000);
 	}
+
+	/* fio jobs still running now are hung on a removed drive, or were on
+	 * drives that stayed: either way they go, so the guest is clean */
+	if (json_object_object_get_ex(state, "fio_pgid", &v) && json_object_get_int(v) > 0)
+		kill(-json_object_get_int(v), SIGKILL);
 
 	/* 3. the trace */
 	writef(INSTANCE "/tracing_on", "0");
