@@ -134,13 +134,14 @@ def lab_removal_metrics(reports):
 def lab_scaling_metrics(reports, sizes):
     """T(N): ms from the first pciehp interrupt until the last of N yanked
     drives was gone, one bulk removal a size; and T(N)/T(1)."""
-    t = {}
+    t, pause = {}, {}
     for n, rep in zip(sizes, reports):
         collect = (rep.get("steps") or {}).get("collect") or {}
         t[str(n)] = collect.get("last_gone_ms")
+        pause[str(n)] = ((rep.get("steps") or {}).get("yank") or {}).get("paused_ms")
     base = t.get("1")
     ratio = {n: (round(v / base, 3) if v is not None and base else None) for n, v in t.items()}
-    return {"T_ms": t, "T_over_T1": ratio, "sizes": sizes,
+    return {"T_ms": t, "T_over_T1": ratio, "yank_pause_ms": pause, "sizes": sizes,
             "clock": "guest CLOCK_MONOTONIC via tracefs (trace_clock=mono), 1 us resolution"}
 
 
