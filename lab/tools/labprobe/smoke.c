@@ -20,30 +20,13 @@
 
 #define MAX_ITEMS 512
 
-/* Is there a pciehp service device whose port's secondary bus is `bus`? */
+/* Is the port whose secondary bus is `bus` served by the pciehp driver? */
 static bool pciehp_serves_bus(int bus)
 {
-	DIR *d = opendir("/sys/bus/pci_express/drivers/pciehp");
-	struct dirent *e;
-	bool found = false;
+	char port[64];
 
-	if (!d)
-		return false;
-	while (!found && (e = readdir(d))) {
-		char port[64], sec[32];
-		char *colon;
-
-		if (!strstr(e->d_name, ":pcie"))
-			continue;
-		scopy(port, sizeof(port), e->d_name);
-		colon = strstr(port, ":pcie");
-		*colon = '\0';
-		if (read_linef(sec, sizeof(sec), "/sys/bus/pci/devices/%s/secondary_bus_number", port) == 0 &&
-		    atoi(sec) == bus)
-			found = true;
-	}
-	closedir(d);
-	return found;
+	return slot_port(bus, port, sizeof(port)) &&
+	       path_exists("/sys/bus/pci_express/drivers/pciehp/%s:pcie004", port);
 }
 
 /* Finds the NVMe controller with this serial: name in ctrl, PCI address in pci. */
