@@ -56,14 +56,6 @@ static const struct {
 };
 #define NPROBES (sizeof(probes) / sizeof(probes[0]))
 
-static double now_mono(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 static int writef(const char *path, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int writef(const char *path, const char *fmt, ...)
 {

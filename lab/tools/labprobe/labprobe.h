@@ -14,6 +14,9 @@ int read_linef(char *buf, size_t len, const char *fmt, ...)
 bool path_exists(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int write_str(const char *path, const char *val);
 void scopy(char *dst, size_t len, const char *src);	/* truncating copy */
+/* last path component of the symlink named by fmt; "" and false if none */
+bool link_base(char *out, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+double now_mono(void);	/* CLOCK_MONOTONIC in seconds */
 
 /* slots.c: what the guest sees in a hotplug slot */
 int slot_bus(const char *slot);

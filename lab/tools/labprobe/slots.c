@@ -77,19 +77,12 @@ int bus_ctrls(int bus, char ctrls[][32], int max)
 		return 0;
 	snprintf(prefix, sizeof(prefix), "0000:%02x:", bus);
 	while ((e = readdir(d)) && n < max) {
-		char link[300], target[512], *base;
-		ssize_t len;
+		char base[64];
 
 		if (e->d_name[0] == '.')
 			continue;
-		snprintf(link, sizeof(link), "/sys/class/nvme/%s/device", e->d_name);
-		len = readlink(link, target, sizeof(target) - 1);
-		if (len < 0)
-			continue;
-		target[len] = '\0';
-		base = strrchr(target, '/');
-		base = base ? base + 1 : target;
-		if (!strncmp(base, prefix, strlen(prefix)))
+		if (link_base(base, sizeof(base), "/sys/class/nvme/%s/device", e->d_name) &&
+		    !strncmp(base, prefix, strlen(prefix)))
 			scopy(ctrls[n++], 32, e->d_name);
 	}
 	closedir(d);

@@ -39,25 +39,15 @@ static bool find_ctrl(const char *serial, char *ctrl, size_t clen, char *pci, si
 	if (!d)
 		return false;
 	while (!found && (e = readdir(d))) {
-		char s[128], link[512], target[512];
-		ssize_t n;
+		char s[128];
 
 		if (e->d_name[0] == '.')
 			continue;
-		if (read_linef(s, sizeof(s), "/sys/class/nvme/%s/serial", e->d_name) < 0)
+		if (!ctrl_serial(e->d_name, s, sizeof(s)) || strcmp(s, serial))
 			continue;
-		/* the kernel pads serials with spaces */
-		for (size_t i = strlen(s); i > 0 && s[i - 1] == ' '; i--)
-			s[i - 1] = '\0';
-		if (strcmp(s, serial))
+		if (!link_base(pci, plen, "/sys/class/nvme/%s/device", e->d_name))
 			continue;
-		snprintf(link, sizeof(link), "/sys/class/nvme/%s/device", e->d_name);
-		n = readlink(link, target, sizeof(target) - 1);
-		if (n < 0)
-			continue;
-		target[n] = '\0';
 		scopy(ctrl, clen, e->d_name);
-		scopy(pci, plen, strrchr(target, '/') ? strrchr(target, '/') + 1 : target);
 		found = true;
 	}
 	closedir(d);

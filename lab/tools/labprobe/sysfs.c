@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 int read_line(const char *path, char *buf, size_t len)
@@ -66,6 +67,33 @@ void scopy(char *dst, size_t len, const char *src)
 		n = len - 1;
 	memcpy(dst, src, n);
 	dst[n] = '\0';
+}
+
+bool link_base(char *out, size_t len, const char *fmt, ...)
+{
+	char link[512], target[512], *base;
+	va_list ap;
+	ssize_t n;
+
+	out[0] = '\0';
+	va_start(ap, fmt);
+	vsnprintf(link, sizeof(link), fmt, ap);
+	va_end(ap);
+	n = readlink(link, target, sizeof(target) - 1);
+	if (n < 0)
+		return false;
+	target[n] = '\0';
+	base = strrchr(target, '/');
+	scopy(out, len, base ? base + 1 : target);
+	return true;
+}
+
+double now_mono(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 void check_init(struct checks *c)

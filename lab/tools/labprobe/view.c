@@ -29,42 +29,16 @@
 
 #define MAXV 256
 
-static double mono(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 /* The driver bound to PCI function `dev` ("" if none). */
 static void pci_driver(const char *dev, char *drv, size_t len)
 {
-	char link[300], target[512];
-	ssize_t n;
-
-	drv[0] = '\0';
-	snprintf(link, sizeof(link), "/sys/bus/pci/devices/%s/driver", dev);
-	n = readlink(link, target, sizeof(target) - 1);
-	if (n < 0)
-		return;
-	target[n] = '\0';
-	scopy(drv, len, strrchr(target, '/') ? strrchr(target, '/') + 1 : target);
+	link_base(drv, len, "/sys/bus/pci/devices/%s/driver", dev);
 }
 
 /* PCI function of an NVMe controller (from its device link), "" if none. */
 static void ctrl_pci(const char *ctrl, char *dev, size_t len)
 {
-	char link[300], target[512];
-	ssize_t n;
-
-	dev[0] = '\0';
-	snprintf(link, sizeof(link), "/sys/class/nvme/%s/device", ctrl);
-	n = readlink(link, target, sizeof(target) - 1);
-	if (n < 0)
-		return;
-	target[n] = '\0';
-	scopy(dev, len, strrchr(target, '/') ? strrchr(target, '/') + 1 : target);
+	link_base(dev, len, "/sys/class/nvme/%s/device", ctrl);
 }
 
 static bool ctrl_state_stale(const char *state)
@@ -258,7 +232,7 @@ int cmd_view(int argc, char **argv, struct json_object *out)
 	int nslots = 0, nexp = 0, log_max = 0;
 	unsigned long long since = 0;
 	bool since_given = false;
-	double timeout = 0, start = mono();
+	double timeout = 0, start = now_mono();
 	struct json_object *slots = NULL, *findings = NULL;
 	struct checks c = { 0 };
 	int looks = 0;
@@ -324,13 +298,13 @@ int cmd_view(int argc, char **argv, struct json_object *out)
 		if (since_given)
 			check(&c, json_object_array_length(findings) == 0, "kernel-log-clean",
 			      "%zu finding(s) after kmsg seq %llu", json_object_array_length(findings), since);
-		if (!c.failed || mono() - start >= timeout)
+		if (!c.failed || now_mono() - start >= timeout)
 			break;
 		usleep(200000);
 	}
 	json_object_object_add(out, "slots", slots);
 	json_object_object_add(out, "looks", json_object_new_int(looks));
-	json_object_object_add(out, "seconds", json_object_new_double((double)(long)((mono() - start) * 1000) / 1000));
+	json_object_object_add(out, "seconds", json_object_new_double((double)(long)((now_mono() - start) * 1000) / 1000));
 	json_object_object_add(out, "kmsg_last_seq", json_object_new_uint64(kmsg_last_seq()));
 	json_object_object_add(out, "since_seq", since_given ? json_object_new_uint64(since) : NULL);
 	json_object_object_add(out, "findings", findings);
