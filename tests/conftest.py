@@ -11,7 +11,16 @@ import pytest
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 URI = "qemu:///system"
-TEST_PREFIX = "pciehp-test"
+# LAB_TEST_TAG lets several checkouts run the tests at once on one host:
+# it goes into every domain name, run id and scratch path the tests create.
+TAG = os.environ.get("LAB_TEST_TAG", "")
+
+
+def tagged(name):
+    return f"{name}-{TAG}" if TAG else name
+
+
+TEST_PREFIX = tagged("pciehp-test")
 STATE_DIR = pathlib.Path("/var/lib/pciehp-lab")
 
 
@@ -81,7 +90,7 @@ def lab_vm():
     tests that need a guest; its run also does smoke and a bulk surprise
     removal of all 4 drives. Torn down at the end of the session."""
     name = f"{TEST_PREFIX}-1"
-    run_id = "test-lab-vm"
+    run_id = tagged("test-lab-vm")
     remove_domain(name)
     r = playbook("lab_name_prefix=" + TEST_PREFIX, "lab_slots=6", "lab_drives=4",
                  {"lab_scenarios": ["smoke", "bulk-surprise-removal"]},

@@ -5,14 +5,14 @@ import json
 import re
 import time
 
-from conftest import REPO, run, virsh
+from conftest import REPO, STATE_DIR, run, tagged, virsh
 
 PHASES = {"host-setup", "kernel", "image", "define", "boot-to-agent", "scenario:smoke"}
 
 
 def test_summary_has_the_documented_shape(lab_vm):
     s = lab_vm.summary
-    assert s["run_id"] == "test-lab-vm"
+    assert s["run_id"] == tagged("test-lab-vm")
     assert s["kernel"]["variant"] == "patched"
     assert re.match(r"6\.1\.\d+-lab-patched$", s["kernel"]["release"]), s["kernel"]
     assert s["profile"]["lab_slots"] == 6 and s["profile"]["lab_drives"] == 4
@@ -47,7 +47,7 @@ def test_unchanged_inputs_rebuild_nothing(lab_vm):
 def test_virsh_attach_and_detach_device_route(lab_vm, tmp_path):
     """The README's libvirt-native hotplug route: a virtio-blk disk into a
     free root port (slot 6 here), then an orderly detach (attention button)."""
-    disk = "/var/lib/pciehp-lab/hotplug-disk.raw"
+    disk = str(STATE_DIR / tagged("hotplug-disk.raw"))
     run(["truncate", "-s", "64M", disk], check=True)
     run(["chown", "libvirt-qemu:libvirt-qemu", disk], check=True)
     xml = (REPO / "domains/devices/hotplug-disk.xml").read_text().replace("bus='0x10'", "bus='0x06'")

@@ -3,7 +3,7 @@ domain, overlay or image is created."""
 
 import pytest
 
-from conftest import STATE_DIR, domains, playbook
+from conftest import STATE_DIR, domains, playbook, tagged
 
 BAD = [
     (["lab_slots=0"], "lab_slots"),
@@ -21,7 +21,7 @@ BAD = [
 def test_bad_profile_is_refused_before_anything_is_created(extra, needle):
     before = domains()
     vms_before = set((STATE_DIR / "vms").glob("*")) if (STATE_DIR / "vms").exists() else set()
-    r = playbook(*extra, "lab_name_prefix=pciehp-badprofile", "lab_run_id=test-bad-profile")
+    r = playbook(*extra, "lab_name_prefix=" + tagged("pciehp-badprofile"), "lab_run_id=" + tagged("test-bad-profile"))
     assert r.returncode != 0
     assert needle in r.stdout, r.stdout[-3000:]
     assert "profile field" in r.stdout or "duplicate" in r.stdout

@@ -5,10 +5,10 @@ with their metrics; and the scenarios' filters without a VM."""
 import json
 import sys
 
-from conftest import REPO, playbook, remove_domain
+from conftest import REPO, playbook, remove_domain, tagged
 
-PREFIX = "pciehp-sctest"
-RUN_ID = "test-scenarios"
+PREFIX = tagged("pciehp-sctest")
+RUN_ID = tagged("test-scenarios")
 
 
 def test_quick_swap_and_storm_pass_with_their_metrics():

@@ -9,7 +9,7 @@ import xml.etree.ElementTree as ET
 import jinja2
 import pytest
 
-from conftest import REPO, STATE_DIR, run, virsh
+from conftest import REPO, STATE_DIR, run, tagged, virsh
 
 sys.path.insert(0, str(REPO / "lab/plugins/filter"))
 import lab_topology  # noqa: E402
@@ -33,7 +33,7 @@ def render(name, overrides, tmp):
     slots = lab_topology.lab_slot_map(profile, 1)
     for f in ("root.qcow2", "seed.iso", "vmlinuz"):
         (tmp / f).write_bytes(b"")
-    vm = {"name": f"topology-test-{name}", "index": 1, "run_id": "test", "variant": "patched",
+    vm = {"name": tagged(f"topology-test-{name}"), "index": 1, "run_id": "test", "variant": "patched",
           "dir": str(tmp), "kernel": str(tmp / "vmlinuz"), "initrd": "", "cmdline": "root=/dev/vda",
           "slots": slots, "memory_mib": 256, "vcpus": 1, "emulator": "/usr/bin/qemu-system-x86_64"}
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(REPO / "domains")))
@@ -70,7 +70,7 @@ def test_rendered_xml_is_valid_and_consistent(name, tmp_path):
 @pytest.mark.parametrize("name", ["default", "multifunction-32", "numbered"])
 def test_qemu_accepts_topology(name):
     """libvirt defines the domain and QEMU builds it (started paused)."""
-    tmp_path = STATE_DIR / "test-topology" / name
+    tmp_path = STATE_DIR / tagged("test-topology") / name
     shutil.rmtree(tmp_path, ignore_errors=True)
     tmp_path.mkdir(parents=True)
     path, slots = render(name, PROFILES[name], tmp_path)
@@ -83,7 +83,7 @@ def test_qemu_accepts_topology(name):
     xml = "\n".join(line for line in xml.splitlines() if "<kernel>" not in line and "<cmdline>" not in line)
     path.write_text(xml)
     run(["chown", "-R", "libvirt-qemu:libvirt-qemu", str(tmp_path)])
-    dom = f"topology-test-{name}"
+    dom = tagged(f"topology-test-{name}")
     virsh("destroy", dom)
     virsh("undefine", dom)
     r = virsh("define", str(path))
