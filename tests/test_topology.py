@@ -24,6 +24,9 @@ PROFILES = {
     "multifunction-32": {"lab_slots": 32, "lab_drives": 32},
     "multifunction-64": {"lab_slots": 64, "lab_drives": 16},
     "numbered": {"lab_slots": 3, "lab_drives": 2, "lab_chassis": 7, "lab_slot_numbers": [10, 20, 30]},
+    "jbof-2x3": {"lab_slots": 2, "lab_drives": 1, "lab_jbofs": 2, "lab_jbof_slots": 4, "lab_jbof_drives": 3},
+    "jbof-lightning": {"lab_slots": 0, "lab_drives": 0, "lab_jbofs": 1, "lab_jbof_slots": 15, "lab_jbof_drives": 15},
+    "jbof-multifunction": {"lab_slots": 29, "lab_drives": 2, "lab_jbofs": 2, "lab_jbof_slots": 2, "lab_jbof_drives": 2},
 }
 QEMU_NS = "{http://libvirt.org/schemas/domain/qemu/1.0}"
 
@@ -31,49 +34,65 @@ QEMU_NS = "{http://libvirt.org/schemas/domain/qemu/1.0}"
 def render(name, overrides, tmp):
     profile = lab_topology.lab_validate_profile({**DEFAULTS, **overrides}, ["smoke"])
     slots = lab_topology.lab_slot_map(profile, 1)
+    jbofs = lab_topology.lab_jbof_map(profile, 1)
     for f in ("root.qcow2", "seed.iso", "vmlinuz"):
         (tmp / f).write_bytes(b"")
     vm = {"name": tagged(f"topology-test-{name}"), "index": 1, "run_id": "test", "variant": "patched",
           "dir": str(tmp), "kernel": str(tmp / "vmlinuz"), "initrd": "", "cmdline": "root=/dev/vda",
-          "slots": slots, "memory_mib": 256, "vcpus": 1, "emulator": "/usr/bin/qemu-system-x86_64"}
+          "slots": slots, "jbofs": jbofs, "memory_mib": 256, "vcpus": 1, "emulator": "/usr/bin/qemu-system-x86_64"}
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(REPO / "domains")))
     xml = env.get_template("lab-vm.xml.j2").render(vm=vm)
     path = tmp / "domain.xml"
     path.write_text(xml)
-    return path, slots
+    return path, slots, jbofs
 
 
 @pytest.mark.parametrize("name", PROFILES)
 def test_rendered_xml_is_valid_and_consistent(name, tmp_path):
-    path, slots = render(name, PROFILES[name], tmp_path)
+    path, slots, jbofs = render(name, PROFILES[name], tmp_path)
     r = run(["virt-xml-validate", str(path), "domain"])
     assert r.returncode == 0, r.stdout + r.stderr
     root = ET.parse(path).getroot()
     assert root.get("type") == "qemu"
     ports = [c for c in root.iter("controller") if c.get("model") == "pcie-root-port"]
-    assert len(ports) == len(slots)
+    roots = [s for s in slots if not s["jbof"]] + [j["root"] for j in jbofs]
+    assert len(ports) == len(roots)
+    # every JBOF: one upstream port in its root port, a hotplug downstream port a slot
+    ups = {c.get("index"): c for c in root.iter("controller") if c.get("model") == "pcie-switch-upstream-port"}
+    downs = [c for c in root.iter("controller") if c.get("model") == "pcie-switch-downstream-port"]
+    assert len(ups) == len(jbofs) and len(downs) == sum(len(j["slots"]) for j in jbofs)
+    for j in jbofs:
+        up = ups[str(j["upstream"]["index"])]
+        assert int(up.find("address").get("bus"), 16) == j["root"]["index"]
+        mine = [c for c in downs if int(c.find("address").get("bus"), 16) == j["upstream"]["index"]]
+        assert len(mine) == len(j["slots"])
+        assert all(c.find("target").get("hotplug") == "on" for c in mine)
+    indices = [int(c.get("index")) for c in root.iter("controller") if c.get("type") == "pci"]
+    assert len(indices) == len(set(indices)) and max(indices) <= 255
     addrs = [(a.get("slot"), a.get("function")) for a in root.iter("address") if a.get("type") == "pci"
              and a.get("bus") == "0x00"]
     assert len(addrs) == len(set(addrs)), "two devices on one pcie.0 address"
-    pairs = {(s["chassis"], s["slot"]) for s in slots}
-    assert len(pairs) == len(slots), "duplicate chassis/slot"
+    pairs = {(s["chassis"], s["slot"]) for s in roots + [d for d in slots if d["jbof"]]}
+    assert len(pairs) == len(roots) + len(slots) - len([s for s in slots if not s["jbof"]]), "duplicate chassis/slot"
+    numbers = [s["slot"] for s in roots + [d for d in slots if d["jbof"]]]
+    assert len(numbers) == len(set(numbers)), "two slots with one physical slot number"
     args = [a.get("value") for a in root.iter(QEMU_NS + "arg")]
     assert "ICH9-LPC.acpi-pci-hotplug-with-bridge-support=off" in args
     nvme = [json.loads(a) for a in args if a.startswith('{"driver":"nvme"')]
     assert len(nvme) == sum(1 for s in slots if s["drive"])
     assert {n["bus"] for n in nvme} == {s["alias"] for s in slots if s["drive"]}
     # every function>0 port sits on a device whose function 0 is multifunction
-    multi = {s["bus0_device"] for s in slots if s["multifunction"]}
-    assert {s["bus0_device"] for s in slots if s["bus0_function"] > 0} <= multi
+    multi = {s["bus0_device"] for s in roots if s["multifunction"]}
+    assert {s["bus0_device"] for s in roots if s["bus0_function"] > 0} <= multi
 
 
-@pytest.mark.parametrize("name", ["default", "multifunction-32", "numbered"])
+@pytest.mark.parametrize("name", ["default", "multifunction-32", "numbered", "jbof-2x3", "jbof-lightning"])
 def test_qemu_accepts_topology(name):
     """libvirt defines the domain and QEMU builds it (started paused)."""
     tmp_path = STATE_DIR / tagged("test-topology") / name
     shutil.rmtree(tmp_path, ignore_errors=True)
     tmp_path.mkdir(parents=True)
-    path, slots = render(name, PROFILES[name], tmp_path)
+    path, slots, jbofs = render(name, PROFILES[name], tmp_path)
     run(["qemu-img", "create", "-q", "-f", "qcow2", str(tmp_path / "root.qcow2"), "64M"], check=True)
     for s in slots:
         if s["drive"]:
@@ -95,11 +114,26 @@ def test_qemu_accepts_topology(name):
         assert r.returncode == 0, r.stderr
         bus0 = json.loads(r.stdout)["return"][0]["devices"]
         ports = [d for d in bus0 if d.get("qdev_id", "").startswith("pci.")]
-        assert len(ports) == len(slots)
-        for s in slots:
+        assert len(ports) == len([s for s in slots if not s["jbof"]]) + len(jbofs)
+        # each JBOF: its root port holds the upstream port, which holds the
+        # downstream ports (QOM: nothing is numbered before the firmware runs)
+        def parent(alias):
+            r = virsh("qemu-monitor-command", dom, json.dumps(
+                {"execute": "qom-get", "arguments": {"path": "/machine/peripheral/" + alias,
+                                                     "property": "parent_bus"}}))
+            return json.loads(r.stdout)["return"]
+        for j in jbofs:
+            root_alias, up_alias = j["root"]["alias"], j["upstream"]["alias"]
+            assert parent(up_alias).endswith(f"/{root_alias}/{root_alias}")
+            for s in j["slots"]:
+                assert parent(s["alias"]).endswith(f"/{up_alias}/{up_alias}")
+        for s in slots + [j["root"] for j in jbofs]:
             r = virsh("qemu-monitor-command", dom, json.dumps(
                 {"execute": "qom-get", "arguments": {"path": "/machine/peripheral/" + s["alias"], "property": "slot"}}))
             assert json.loads(r.stdout)["return"] == s["slot"]
+        for s in slots:
+            if s["drive"]:
+                assert parent(s["drive"]["id"]).endswith(f"/{s['alias']}/{s['alias']}")
     finally:
         virsh("destroy", dom)
         virsh("undefine", dom)

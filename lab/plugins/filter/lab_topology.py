@@ -20,6 +20,21 @@ MAX_SLOTS = len(PORT_DEVICES) * FUNCTIONS_PER_DEVICE
 # The guest's own devices on 00:01.x (multifunction).
 SYSTEM_DEVICE = 0x01
 
+# JBOFs (Lightning-style enclosures): each is a PCIe switch -- one
+# x3130-upstream port in a root port of its own, with xio3130-downstream
+# hotplug ports below -- and JBOF j numbers its slots j*JBOF_SLOT_BASE
+# (the root port: yanking it pulls the whole enclosure) and
+# j*JBOF_SLOT_BASE + k for downstream port k, so that every physical slot
+# number (/sys/bus/pci/slots/<n>) stays unique in the VM.
+JBOF_SLOT_BASE = 1000
+MAX_JBOFS = 8                # 8 * 1000 + 32 stays inside the 13-bit slot number
+MAX_JBOF_SLOTS = 32          # downstream ports take devices 0..31 on the switch's bus
+# libvirt numbers PCI controllers 0..255 and every bridge needs its own bus:
+# pcie.0, one bus a root port, and a JBOF's upstream and downstream ports.
+MAX_CONTROLLER_INDEX = 255
+# scenarios that need JBOFs: how many
+JBOF_SCENARIOS = {"jbof-drive-removal": 1, "jbof-yank": 1, "jbof-concurrent": 2}
+
 
 def _int(profile, field, minimum, maximum=None):
     value = profile.get(field)
@@ -41,7 +56,14 @@ def lab_validate_profile(profile, known_scenarios):
     """Return the effective profile, or fail naming the field that is wrong."""
     p = dict(profile)
     vms = _int(p, "lab_vms", 1, 64)
-    slots = _int(p, "lab_slots", 1, MAX_SLOTS)
+    jbofs = _int(p, "lab_jbofs", 0, MAX_JBOFS) if "lab_jbofs" in p else 0
+    jbof_slots = _int(p, "lab_jbof_slots", 1, MAX_JBOF_SLOTS) if jbofs else 0
+    jbof_drives = _int(p, "lab_jbof_drives", 0) if jbofs else 0
+    if jbof_drives > jbof_slots:
+        raise AnsibleFilterError(f"profile field lab_jbof_drives={jbof_drives} is more than "
+                                 f"lab_jbof_slots={jbof_slots}: every drive needs its own downstream port")
+    # a VM may have no root-port slot of its own when its drives are all in JBOFs
+    slots = _int(p, "lab_slots", 0 if jbofs else 1, MAX_SLOTS - jbofs)
     drives = _int(p, "lab_drives", 0)
     if drives > slots:
         raise AnsibleFilterError(f"profile field lab_drives={drives} is more than "
@@ -67,6 +89,11 @@ def lab_validate_profile(profile, known_scenarios):
         raise AnsibleFilterError(f"profile field lab_scenarios names unknown scenario(s) "
                                  f"{', '.join(map(str, unknown))}: known are "
                                  f"{', '.join(sorted(known_scenarios))}")
+    for name in scenarios:
+        need = JBOF_SCENARIOS.get(name)
+        if need and (jbofs < need or not jbof_drives):
+            raise AnsibleFilterError(f"scenario {name} needs at least {need} JBOF(s) with drives: set "
+                                     f"lab_jbofs (now {jbofs}) and lab_jbof_drives (now {jbof_drives})")
     numbers = p.get("lab_slot_numbers") or list(range(1, slots + 1))
     if not isinstance(numbers, list) or len(numbers) != slots:
         raise AnsibleFilterError(f"profile field lab_slot_numbers must list exactly "
@@ -79,9 +106,26 @@ def lab_validate_profile(profile, known_scenarios):
                                      f"chassis/slot {chassis}/{n}: QEMU needs each "
                                      f"(chassis, slot) pair once")
         seen.add(n)
+    if jbofs:
+        controllers = slots + jbofs * (jbof_slots + 2)
+        if controllers > MAX_CONTROLLER_INDEX:
+            raise AnsibleFilterError(
+                f"profile fields lab_slots={slots}, lab_jbofs={jbofs}, lab_jbof_slots={jbof_slots} "
+                f"need {controllers} PCI buses (one a root port, upstream and downstream port); "
+                f"the topology has {MAX_CONTROLLER_INDEX}: use fewer JBOFs or slots")
+        if chassis + jbofs > 255:
+            raise AnsibleFilterError(f"profile field lab_chassis={chassis} leaves no chassis number for "
+                                     f"{jbofs} JBOF(s) (JBOF j is chassis lab_chassis + j, at most 255)")
+        clash = sorted(n for n in numbers if n >= JBOF_SLOT_BASE and n // JBOF_SLOT_BASE <= jbofs
+                       and n % JBOF_SLOT_BASE <= jbof_slots)
+        if clash:
+            raise AnsibleFilterError(f"profile field lab_slot_numbers has {clash[0]}, a JBOF slot number "
+                                     f"(JBOF j uses {JBOF_SLOT_BASE}*j .. {JBOF_SLOT_BASE}*j+lab_jbof_slots): "
+                                     f"number root-port slots below {JBOF_SLOT_BASE}")
     p.update(lab_vms=vms, lab_slots=slots, lab_drives=drives, lab_iterations=iterations,
              lab_chassis=chassis, lab_kernel_variant=variant, lab_platform=platform,
-             lab_scenarios=scenarios, lab_slot_numbers=numbers)
+             lab_scenarios=scenarios, lab_slot_numbers=numbers, lab_jbofs=jbofs,
+             lab_jbof_slots=jbof_slots, lab_jbof_drives=jbof_drives)
     return p
 
 
@@ -97,13 +141,31 @@ def _port_address(index):
     return PORT_DEVICES[rest // (FUNCTIONS_PER_DEVICE - 1)], 1 + rest % (FUNCTIONS_PER_DEVICE - 1)
 
 
+def _drive(vm_index, number):
+    return {
+        "id": f"nvme-s{number}",
+        "node": f"drive-s{number}",
+        "serial": f"lab{vm_index}-s{number}-g0",  # NVMe allows 20 chars
+        "file": f"drive-s{number}.raw",
+    }
+
+
+def _root_ports(profile):
+    """pcie.0 addresses of all root ports: the profile's slots, then one a
+    JBOF; and the devices whose function 0 must be multifunction."""
+    addresses = [_port_address(i) for i in range(profile["lab_slots"] + profile.get("lab_jbofs", 0))]
+    return addresses, {dev for dev, fn in addresses if fn > 0}
+
+
 def lab_slot_map(profile, vm_index):
-    """The slot-to-drive map of one VM: a list with one entry a root port."""
+    """The slot-to-drive map of one VM: one entry a hotplug slot that can
+    hold a drive -- the root-port slots first, then the downstream ports
+    of every JBOF (entries with a 'jbof' number; lab_jbof_map has the
+    switches themselves)."""
     slots = profile["lab_slots"]
-    addresses = [_port_address(i) for i in range(slots)]
-    multi = {dev for dev, fn in addresses if fn > 0}
+    addresses, multi = _root_ports(profile)
     result = []
-    for i, (dev, fn) in enumerate(addresses):
+    for i, (dev, fn) in enumerate(addresses[:slots]):
         number = profile["lab_slot_numbers"][i]
         entry = {
             "index": i + 1,               # libvirt controller index
@@ -115,16 +177,63 @@ def lab_slot_map(profile, vm_index):
             "bus0_function": fn,
             "address": f"00:{dev:02x}.{fn}",
             "multifunction": fn == 0 and dev in multi,
+            "jbof": None,
             "drive": None,
         }
         if i < profile["lab_drives"]:
-            entry["drive"] = {
-                "id": f"nvme-s{number}",
-                "node": f"drive-s{number}",
-                "serial": f"lab{vm_index}-s{number}-g0",  # NVMe allows 20 chars
-                "file": f"drive-s{number}.raw",
-            }
+            entry["drive"] = _drive(vm_index, number)
         result.append(entry)
+    for jbof in lab_jbof_map(profile, vm_index):
+        result += jbof["slots"]
+    return result
+
+
+def lab_jbof_map(profile, vm_index):
+    """The JBOFs of one VM: for each, the root port it hangs off (its slot
+    is what a whole-JBOF yank removes), the switch's upstream port, and its
+    downstream-port slots (the same entries lab_slot_map lists), drives in
+    the first lab_jbof_drives of them."""
+    jbofs = profile.get("lab_jbofs", 0)
+    if not jbofs:
+        return []
+    slots, per = profile["lab_slots"], profile["lab_jbof_slots"]
+    addresses, multi = _root_ports(profile)
+    result = []
+    for j in range(1, jbofs + 1):
+        root = slots + (j - 1) * (per + 2) + 1      # controller indices: root, upstream, downstream...
+        dev, fn = addresses[slots + j - 1]
+        base = j * JBOF_SLOT_BASE
+        chassis = profile["lab_chassis"] + j
+        downstream = []
+        for k in range(1, per + 1):
+            number = base + k
+            downstream.append({
+                "index": root + 1 + k,
+                "alias": f"pci.{root + 1 + k}",
+                "chassis": chassis,
+                "slot": number,
+                "port": k,                  # port number inside the switch
+                "switch_device": k - 1,     # device number on the switch's internal bus
+                "upstream_alias": f"pci.{root + 1}",
+                "root_slot": base,
+                "bus0_device": None,
+                "bus0_function": None,
+                "address": None,            # the guest numbers the buses: see hpslot status
+                "multifunction": False,
+                "jbof": j,
+                "drive": _drive(vm_index, number) if k <= profile["lab_jbof_drives"] else None,
+            })
+        result.append({
+            "jbof": j,
+            "slot": base,                   # the root port's physical slot: the JBOF's cable
+            "chassis": chassis,
+            "root": {"index": root, "alias": f"pci.{root}", "chassis": profile["lab_chassis"], "slot": base,
+                     "port": root % 256, "bus0_device": dev, "bus0_function": fn,
+                     "address": f"00:{dev:02x}.{fn}", "multifunction": fn == 0 and dev in multi},
+            "upstream": {"index": root + 1, "alias": f"pci.{root + 1}"},
+            "slots": downstream,
+            "drive_slots": [d["slot"] for d in downstream if d["drive"]],
+        })
     return result
 
 
@@ -133,4 +242,5 @@ class FilterModule:
         return {
             "lab_validate_profile": lab_validate_profile,
             "lab_slot_map": lab_slot_map,
+            "lab_jbof_map": lab_jbof_map,
         }
