@@ -20,7 +20,10 @@ int slot_bus(const char *slot)
 	return (int)bus;
 }
 
-/* The bridge whose secondary bus is `bus`, as "0000:00:02.0". */
+/* The bridge whose secondary bus is `bus`, as "0000:00:02.0": the device
+ * with a pci_bus/0000:BB directory. (Its secondary_bus_number attribute
+ * would do too, but reading it is a config access, which runtime-resumes
+ * a port in D3cold.) */
 bool slot_port(int bus, char *port, size_t len)
 {
 	DIR *d = opendir("/sys/bus/pci/devices");
@@ -30,12 +33,9 @@ bool slot_port(int bus, char *port, size_t len)
 	if (!d)
 		return false;
 	while (!found && (e = readdir(d))) {
-		char sec[32];
-
 		if (e->d_name[0] == '.')
 			continue;
-		if (read_linef(sec, sizeof(sec), "/sys/bus/pci/devices/%s/secondary_bus_number",
-			       e->d_name) == 0 && atoi(sec) == bus) {
+		if (path_exists("/sys/bus/pci/devices/%s/pci_bus/0000:%02x", e->d_name, bus)) {
 			scopy(port, len, e->d_name);
 			found = true;
 		}
