@@ -10,6 +10,9 @@ from ansible.errors import AnsibleFilterError
 
 KERNEL_VARIANTS = ("patched", "stock", "distro")
 PLATFORMS = ("stock",)
+# ACPI firmware of the root ports: plain is QEMU's own DSDT; thunderbolt adds
+# an SSDT (domains/acpi/thunderbolt-port.asl.j2) to the slots it names.
+FIRMWARES = ("plain", "thunderbolt")
 
 # pcie.0 device numbers that can hold root ports: 0x00 is the host bridge,
 # 0x01 holds the lab's own virtio functions, 0x1f is the ICH9 LPC/SATA/SMBus.
@@ -122,11 +125,49 @@ def lab_validate_profile(profile, known_scenarios):
             raise AnsibleFilterError(f"profile field lab_slot_numbers has {clash[0]}, a JBOF slot number "
                                      f"(JBOF j uses {JBOF_SLOT_BASE}*j .. {JBOF_SLOT_BASE}*j+lab_jbof_slots): "
                                      f"number root-port slots below {JBOF_SLOT_BASE}")
+    firmware, firmware_slots = _firmware(p, numbers)
     p.update(lab_vms=vms, lab_slots=slots, lab_drives=drives, lab_iterations=iterations,
              lab_chassis=chassis, lab_kernel_variant=variant, lab_platform=platform,
              lab_scenarios=scenarios, lab_slot_numbers=numbers, lab_jbofs=jbofs,
-             lab_jbof_slots=jbof_slots, lab_jbof_drives=jbof_drives)
+             lab_jbof_slots=jbof_slots, lab_jbof_drives=jbof_drives,
+             lab_firmware=firmware, lab_firmware_slots=firmware_slots)
     return p
+
+
+def _firmware(p, numbers):
+    """lab_firmware and the physical slots that get it. QEMU's DSDT names
+    only function-0 devices on pcie.0, so only their ports can carry the
+    thunderbolt objects; an empty lab_firmware_slots means all of those."""
+    firmware = p.get("lab_firmware", "plain")
+    if firmware not in FIRMWARES:
+        raise AnsibleFilterError(f"profile field lab_firmware={firmware!r} is unknown: "
+                                 f"use one of {', '.join(FIRMWARES)}")
+    chosen = p.get("lab_firmware_slots") or []
+    if isinstance(chosen, str):
+        chosen = [x.strip() for x in chosen.split(",") if x.strip()]
+    if not isinstance(chosen, list):
+        raise AnsibleFilterError(f"profile field lab_firmware_slots={chosen!r} must be a list "
+                                 f"of physical slot numbers")
+    if firmware == "plain":
+        if chosen:
+            raise AnsibleFilterError("profile field lab_firmware_slots is set but lab_firmware=plain: "
+                                     "set lab_firmware=thunderbolt or leave the slots empty")
+        return firmware, []
+    named = [n for i, n in enumerate(numbers) if _port_address(i)[1] == 0]
+    if not chosen:
+        return firmware, named
+    chosen = [_int({"lab_firmware_slots": n}, "lab_firmware_slots", 0, 8191) for n in chosen]
+    for n in chosen:
+        if n not in numbers:
+            raise AnsibleFilterError(f"profile field lab_firmware_slots names slot {n}, which is not "
+                                     f"one of the VM's slots {numbers}")
+        if n not in named:
+            raise AnsibleFilterError(f"profile field lab_firmware_slots names slot {n}, whose root port "
+                                     f"is not function 0 of a pcie.0 device: QEMU's DSDT does not "
+                                     f"describe it, so no ACPI object can be attached")
+    if len(set(chosen)) != len(chosen):
+        raise AnsibleFilterError(f"profile field lab_firmware_slots={chosen} names a slot twice")
+    return firmware, chosen
 
 
 def _port_address(index):
@@ -179,7 +220,15 @@ def lab_slot_map(profile, vm_index):
             "multifunction": fn == 0 and dev in multi,
             "jbof": None,
             "drive": None,
+            "firmware": "plain",
         }
+        firmware_slots = profile.get("lab_firmware_slots") or []
+        if number in firmware_slots:
+            devfn = dev << 3 | fn
+            entry.update(firmware=profile["lab_firmware"],
+                         acpi_name=f"S{devfn:02X}",          # QEMU's DSDT: \_SB.PCI0.S<devfn>
+                         power_resource=f"PW{devfn:02X}",
+                         uid=firmware_slots.index(number))  # ExternalFacingPort UID
         if i < profile["lab_drives"]:
             entry["drive"] = _drive(vm_index, number)
         result.append(entry)
@@ -237,10 +286,16 @@ def lab_jbof_map(profile, vm_index):
     return result
 
 
+def lab_acpi_ports(slot_map):
+    """The root ports of a slot map that carry firmware objects (the SSDT's input)."""
+    return [s for s in slot_map if s.get("firmware", "plain") != "plain"]
+
+
 class FilterModule:
     def filters(self):
         return {
             "lab_validate_profile": lab_validate_profile,
             "lab_slot_map": lab_slot_map,
             "lab_jbof_map": lab_jbof_map,
+            "lab_acpi_ports": lab_acpi_ports,
         }

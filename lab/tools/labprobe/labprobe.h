@@ -47,5 +47,6 @@ int cmd_arm(int argc, char **argv, struct json_object *out);
 int cmd_collect(int argc, char **argv, struct json_object *out);
 int cmd_drives(int argc, char **argv, struct json_object *out);
 int cmd_view(int argc, char **argv, struct json_object *out);
+int cmd_pm(int argc, char **argv, struct json_object *out);
 
 #endif

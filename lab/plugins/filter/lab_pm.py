@@ -1,0 +1,270 @@
+"""Filters of the power-management scenarios (runtime-pm, system-sleep):
+the ACPI call trace the thunderbolt firmware writes to the debug port,
+the roles of the slots, and the checks of each step.
+
+What the kernel does is decided by the 6.1 source; each check says which
+line of it the expectation comes from, so a failure points at the code:
+- pci_pm_init() (drivers/pci/pci.c) returns before setting bridge_d3 and
+  d3cold_allowed when the port has no PCI PM capability (QEMU's
+  pcie-root-port has none), so such a port starts with bridge_d3 = 0.
+- pcie_portdrv_probe() allows runtime PM (power/control = auto, 100 ms
+  autosuspend) when pci_bridge_d3_possible() holds: for a hotplug port the
+  firmware opt-in (_S0W >= D3hot and power manageable, or
+  HotPlugSupportInD3), or pcie_port_pm=force; it does not look at the PM
+  capability.
+- pcie_port_runtime_idle()/_suspend() refuse while bridge_d3 = 0.
+  pci_bridge_d3_update() sets bridge_d3 when a child is added and keeps it
+  when the child is removed: a port that once held a device can suspend,
+  a port that never held one cannot (without a PM capability).
+- acpi_pci_choose_state() caps the target at D3hot while d3cold_allowed = 0;
+  the sysfs knob d3cold_allowed sets it.
+- pci_dev_run_wake() is false without PME support, so runtime suspend
+  never enables wake: no _DSW(1, ...) at runtime suspend on such a port.
+"""
+
+import re
+
+TRACE_RE = re.compile(r"^pciehp-lab-acpi (\d+) (\d+) (\S+) (\S+)(?: (.*))?$")
+
+
+def lab_acpi_trace(text):
+    """Trace lines of domains/acpi/thunderbolt-port.asl.j2 from a debugcon
+    log: [{seq, ticks, object, method, args}] in order (other writers to
+    port 0x402, such as SeaBIOS, are skipped)."""
+    out = []
+    for line in str(text or "").splitlines():
+        m = TRACE_RE.match(line.strip())
+        if m:
+            out.append({"seq": int(m.group(1)), "ticks": int(m.group(2)), "object": m.group(3),
+                        "method": m.group(4), "args": (m.group(5) or "").split()})
+    return out
+
+
+def lab_trace_since(trace, seq):
+    return [t for t in trace if t["seq"] > int(seq or 0)]
+
+
+def _between(trace, after, upto):
+    """Trace records with after < seq <= upto (upto None: to the end)."""
+    return [t for t in lab_trace_since(trace, after) if upto is None or t["seq"] <= int(upto)]
+
+
+def lab_trace_last_seq(trace):
+    return trace[-1]["seq"] if trace else 0
+
+
+def _calls(trace, acpi_name):
+    """"_PS3", "PW18._OFF", "_DSW 0 0 0" ... of one port, in order."""
+    out = []
+    for t in trace:
+        obj = t["object"]
+        if obj == acpi_name:
+            out.append(" ".join([t["method"]] + t["args"]))
+        elif obj.startswith(acpi_name + "."):
+            out.append(obj.split(".", 1)[1] + "." + t["method"])
+    return out
+
+
+def lab_trace_lines(trace, limit=80):
+    """A trace as short text lines for results."""
+    return [f"{t['seq']} {t['ticks']} {t['object']} {' '.join([t['method']] + t['args'])}"
+            for t in trace][-limit:]
+
+
+def lab_pm_roles(slot_map):
+    """The slots runtime-pm and system-sleep use: tb_drive (thunderbolt port
+    with a drive at boot), tb_empty (thunderbolt port empty at boot),
+    plain_drive and plain_empty; None where the profile has none."""
+    def first(fw, drive):
+        for s in slot_map:
+            if (s.get("firmware", "plain") != "plain") == fw and bool(s.get("drive")) == drive:
+                return s
+        return None
+    roles = {"tb_drive": first(True, True), "tb_empty": first(True, False),
+             "plain_drive": first(False, True), "plain_empty": first(False, False)}
+    return {k: ({"slot": v["slot"], "address": v["address"], "acpi_name": v.get("acpi_name"),
+                 "power_resource": v.get("power_resource")} if v else None) for k, v in roles.items()}
+
+
+def lab_pm_missing_roles(roles, needed):
+    return [r for r in needed if not roles.get(r)]
+
+
+def _ports(report):
+    return {str(p.get("slot")): p for p in (report or {}).get("ports", [])}
+
+
+class _Checks:
+    def __init__(self):
+        self.list = []
+
+    def add(self, ok, name, detail, why=""):
+        self.list.append({"name": name, "ok": bool(ok), "detail": detail, "why": why})
+
+    def failed(self):
+        return [c for c in self.list if not c["ok"]]
+
+
+def _removable(port):
+    return [b.get("removable") for b in (port or {}).get("below", [])]
+
+
+def _in_order(calls, wanted):
+    """Is `wanted` a subsequence of calls?"""
+    it = iter(calls)
+    return all(any(c == w for c in it) for w in wanted)
+
+
+def lab_runtime_pm_report(roles, boot, removed, d3cold, wake, view, trace, seqs, log):
+    """Checks of the runtime-pm scenario (see playbooks/scenarios/runtime-pm.yml).
+    boot/removed/d3cold/wake: labprobe pm reports (dicts, or None when the
+    step did not run); view: labprobe view of the re-added slot; trace: the
+    whole ACPI trace; seqs: trace seq before each step {removed, d3cold,
+    hotadd, touch}; log: kernel log lines since the hot-add."""
+    c = _Checks()
+    A, E, P, Q = (roles[k] for k in ("tb_drive", "tb_empty", "plain_drive", "plain_empty"))
+    b = _ports(boot)
+    force = bool((boot or {}).get("pcie_port_pm_force"))
+    caps = {s: b.get(str(s), {}).get("pm_cap") for s in [r["slot"] for r in (A, E, P, Q) if r]}
+    a_cap = caps.get(A["slot"])
+    e_cap = caps.get(E["slot"])
+
+    # 1. boot: what the firmware and the kernel made of each port
+    for r in (A, E):
+        p = b.get(str(r["slot"]), {})
+        c.add(p.get("acpi_path") == f"\\_SB_.PCI0.{r['acpi_name']}_", f"slot {r['slot']} firmware node",
+              f"acpi_path {p.get('acpi_path')}")
+        c.add(p.get("control") == "auto" and p.get("autosuspend_delay_ms") == "100",
+              f"slot {r['slot']} runtime PM allowed",
+              f"control {p.get('control')}, autosuspend_delay_ms {p.get('autosuspend_delay_ms')}",
+              "pci_bridge_d3_possible(): _S0W D3cold + _PR0/_PS0 (acpi_pci_bridge_d3) -> pcie_portdrv_probe "
+              "allows runtime PM with a 100 ms autosuspend (seed 010)")
+        calls = _calls(lab_trace_since(trace, 0), r["acpi_name"])
+        for m in ("_S0W", "_PRW", "_DSW 0 0 0", f"{r['power_resource']}._ON", "_PS0"):
+            c.add(m in calls, f"slot {r['slot']} boot trace has {m}", f"{len(calls)} calls",
+                  "acpi scan: _PRW and _DSW(0,0,0) (scan.c), power resources on and _PS0 (device_pm.c)")
+    for r in (P, Q):
+        if not r:
+            continue
+        p = b.get(str(r["slot"]), {})
+        want = "auto" if force else "on"
+        c.add(p.get("control") == want, f"slot {r['slot']} (plain) power/control {want}",
+              f"control {p.get('control')}, pcie_port_pm=force {force}",
+              "native hotplug ports are not runtime-PM'd unless firmware opts in or pcie_port_pm=force "
+              "(pci_bridge_d3_possible)")
+    e = b.get(str(E["slot"]), {})
+    if e_cap:
+        c.add(e.get("runtime_status") == "suspended", f"slot {E['slot']} (empty, PM capability) suspended",
+              f"runtime_status {e.get('runtime_status')}")
+    else:
+        c.add(e.get("runtime_status") == "active" and len(e.get("changes", [])) == 1,
+              f"slot {E['slot']} (empty since boot, no PM capability) never suspends",
+              f"runtime_status {e.get('runtime_status')}, changes {e.get('changes')}",
+              "pci_pm_init() returns before bridge_d3 is set when pm_cap is 0; no child ever called "
+              "pci_bridge_d3_update(), so pcie_port_runtime_idle() returns -EBUSY")
+    if P:
+        removable = _removable(b.get(str(P["slot"])))
+        c.add(removable and all(x in (None, "fixed", "unknown") for x in removable),
+              f"slot {P['slot']} (plain) device not removable", f"removable {removable}")
+    removable = _removable(b.get(str(A["slot"])))
+    c.add(removable and all(x == "removable" for x in removable),
+          f"slot {A['slot']} device below an ExternalFacingPort is removable", f"removable {removable}",
+          "pci_acpi_set_external_facing() + pci_set_removable()/arch_pci_dev_is_removable()")
+
+    # 2. the drive removed: the port that held it suspends
+    rp = _ports(removed)
+    a = rp.get(str(A["slot"]), {})
+    c.add(removed is not None and a.get("runtime_status") == "suspended",
+          f"slot {A['slot']} suspends once empty", f"runtime_status {a.get('runtime_status')}, "
+          f"reached after {a.get('reached_after_s')} s",
+          "pci_bridge_d3_update() keeps bridge_d3 set when the child is removed")
+    want = "D3cold" if a_cap else "D3hot"
+    c.add(a.get("power_state") == want, f"slot {A['slot']} runtime suspend goes to {want}",
+          f"power_state {a.get('power_state')}, d3cold_allowed {a.get('d3cold_allowed')}",
+          "acpi_pci_choose_state(): D3hot at most while d3cold_allowed = 0 (pci_pm_init sets it only with pm_cap)")
+    calls = _calls(_between(trace, seqs.get("removed"), seqs.get("d3cold")), A["acpi_name"])
+    c.add("_PS3" in calls, f"slot {A['slot']} trace: _PS3 at runtime suspend", f"calls {calls}")
+    if not a_cap:
+        c.add(f"{A['power_resource']}._OFF" not in calls, f"slot {A['slot']} D3hot keeps the power resource on",
+              f"calls {calls}", "the resource is in _PR3 too")
+    if P:
+        pp = rp.get(str(P["slot"]), {})
+        want = "suspended" if force else "active"
+        c.add(pp.get("runtime_status") == want, f"slot {P['slot']} (plain) {want} once empty",
+              f"runtime_status {pp.get('runtime_status')}, power_state {pp.get('power_state')}, force {force}")
+    e = rp.get(str(E["slot"]), {})
+    if not e_cap:
+        c.add(e.get("runtime_status") == "active", f"slot {E['slot']} still active", f"{e.get('runtime_status')}")
+
+    # 3. d3cold_allowed: D3cold, the power resource off
+    dp = _ports(d3cold)
+    a = dp.get(str(A["slot"]), {})
+    c.add(a.get("runtime_status") == "suspended" and a.get("power_state") == "D3cold"
+          and a.get("real_power_state") == "D3cold", f"slot {A['slot']} in D3cold",
+          f"runtime_status {a.get('runtime_status')}, power_state {a.get('power_state')}, "
+          f"real_power_state {a.get('real_power_state')}")
+    calls = _calls(_between(trace, seqs.get("d3cold"), seqs.get("hotadd")), A["acpi_name"])
+    c.add(_in_order(calls, ["_PS3", f"{A['power_resource']}._OFF"]), f"slot {A['slot']} trace: _PS3 then _OFF",
+          f"calls {calls}", "acpi_device_set_power(): _PS3 before the power resources go off")
+    dsw = [x for x in calls if x.startswith("_DSW 1")]
+    if a_cap:
+        c.add(bool(dsw), f"slot {A['slot']} trace: _DSW enables wake before D3cold", f"calls {calls}")
+    else:
+        c.add(not dsw, f"slot {A['slot']} no _DSW at runtime suspend (no PME capability)", f"calls {calls}",
+              "pci_finish_runtime_suspend(): __pci_enable_wake(dev, t, pci_dev_run_wake(dev)) and "
+              "pci_dev_run_wake() is false without pme_support: not observable on stock QEMU")
+    e = dp.get(str(E["slot"]), {})
+    if not e_cap:
+        c.add(e.get("runtime_status") == "active", f"slot {E['slot']} stays active with d3cold_allowed=1",
+              f"{e.get('runtime_status')}", "d3cold_allowed does not set bridge_d3")
+
+    # 4. hot-add while in D3cold, then a config access
+    w = _ports(wake).get(str(A["slot"]), {})
+    changes = w.get("changes", [])
+    woke_before_touch = [x for x in changes if x["runtime_status"] != "suspended"
+                         and x["t_s"] < (wake or {}).get("touched_at_s", 1e9)]
+    woken_by = "hotplug event" if woke_before_touch else ("config access" if w.get("reached_after_s") is not None
+                                                          else "nothing")
+    if not a_cap:
+        c.add(not woke_before_touch, f"slot {A['slot']} nothing wakes the port on a hot-add",
+              f"changes {changes}", "HPIE masked by pciehp_suspend (QEMU latches PDC/ABP), PME not emulated "
+              "(QEMU hw/pci/pcie.c pcie_cap_root_init), no GPE: not observable on stock QEMU")
+    c.add(w.get("reached_after_s") is not None, f"slot {A['slot']} a config access wakes the port",
+          f"changes {changes}, touched at {(wake or {}).get('touched_at_s')}",
+          "pci_config_pm_runtime_get() resumes a device in D3cold (pci.c)")
+    calls = _calls(lab_trace_since(trace, seqs.get("touch")), A["acpi_name"])
+    c.add(_in_order(calls, [f"{A['power_resource']}._ON", "_PS0"]), f"slot {A['slot']} trace: _ON then _PS0",
+          f"calls {calls}")
+    vw = view or {}
+    c.add(bool(vw.get("ok")), f"slot {A['slot']} the hot-added drive is bound", f"view ok {vw.get('ok')}")
+    slot_re = re.compile(rf"Slot\({A['slot']}\)")
+    mine = [line for line in log if slot_re.search(line)]
+    present = [line for line in mine if "Card present" in line]
+    gone = [line for line in mine if "Card not present" in line or "Link Down" in line]
+    c.add(len(present) == 1 and not gone, f"slot {A['slot']} brought up once, no stale event",
+          f"{len(present)} 'Card present', {len(gone)} 'Card not present'/'Link Down'",
+          "pciehp_runtime_resume() + pciehp_check_presence() vs the latched PDC (seeds 003, 004)")
+    untrusted = [line for line in log if "marking as untrusted" in line]
+    c.add(bool(untrusted), f"slot {A['slot']} new device marked untrusted", f"{untrusted[:2]}",
+          "set_pcie_untrusted() via arch_pci_dev_is_removable(): root port external_facing")
+    return {"ok": not c.failed(), "checks": c.list, "woken_by": woken_by,
+            "pm_cap": caps, "pcie_port_pm_force": force}
+
+
+def lab_pm_findings(report, name):
+    return [{"kind": name, "line": f"{ch['name']}: {ch['detail']}", "context": [ch["why"]] if ch["why"] else []}
+            for ch in report["checks"] if not ch["ok"]]
+
+
+class FilterModule:
+    def filters(self):
+        return {
+            "lab_acpi_trace": lab_acpi_trace,
+            "lab_trace_since": lab_trace_since,
+            "lab_trace_last_seq": lab_trace_last_seq,
+            "lab_trace_lines": lab_trace_lines,
+            "lab_pm_roles": lab_pm_roles,
+            "lab_pm_missing_roles": lab_pm_missing_roles,
+            "lab_runtime_pm_report": lab_runtime_pm_report,
+            "lab_pm_findings": lab_pm_findings,
+        }
