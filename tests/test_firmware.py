@@ -180,3 +180,4 @@ def test_runtime_pm_judgement_fails_what_is_wrong(breakage, failed):
     assert not rep["ok"]
     assert any(failed in c["name"] for c in rep["checks"] if not c["ok"]), \
         [c["name"] for c in rep["checks"] if not c["ok"]]
+

@@ -248,7 +248,22 @@ def lab_runtime_pm_report(roles, boot, removed, d3cold, wake, view, trace, seqs,
     c.add(bool(untrusted), f"slot {A['slot']} new device marked untrusted", f"{untrusted[:2]}",
           "set_pcie_untrusted() via arch_pci_dev_is_removable(): root port external_facing")
     return {"ok": not c.failed(), "checks": c.list, "woken_by": woken_by,
-            "pm_cap": caps, "pcie_port_pm_force": force}
+            "pm_cap": caps, "pcie_port_pm_force": force,
+            "active_to_suspended_ms": _active_to_suspended(_ports(d3cold).get(str(A["slot"]), {}))}
+
+
+def _active_to_suspended(port):
+    """Milliseconds from each time the port was seen active to it being seen
+    suspended again (the 100 ms autosuspend delay plus the suspend itself,
+    polled every 10 ms): seed 010's autosuspend as measured, not asserted."""
+    out, since = [], None
+    for ch in port.get("changes", []):
+        if ch.get("runtime_status") == "active":
+            since = ch["t_s"]
+        elif ch.get("runtime_status") == "suspended" and since is not None:
+            out.append(round((ch["t_s"] - since) * 1000, 1))
+            since = None
+    return out
 
 
 def lab_pm_findings(report, name):
