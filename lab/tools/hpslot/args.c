@@ -20,6 +20,7 @@ const char *hp_cmd_name(enum hp_cmd c)
 	case HP_CMD_ADD: return "add";
 	case HP_CMD_SWAP: return "swap";
 	case HP_CMD_STORM: return "storm";
+	case HP_CMD_AER: return "aer";
 	default: return "";
 	}
 }
@@ -45,6 +46,8 @@ void hp_usage(FILE *f)
 "                                                 surprise removal, D ms later a new drive\n"
 "  storm --seed N --count K [--max-gap-ms M] [--orderly-percent P] [--wait S]\n"
 "        [--settle S] [--dry-run] DOMAIN SLOT...  K seeded random removals and adds\n"
+"  aer --error NAME [--correctable] DOMAIN SLOT...\n"
+"                                                 inject an AER error at each SLOT's port\n"
 "  help [COMMAND]                                 this text, or a command's\n"
 "\n"
 "SLOT is a physical slot number (the root port's `slot` property, what the guest\n"
@@ -279,6 +282,26 @@ void hp_cmd_help(FILE *f, enum hp_cmd c)
 			HP_STORM_ORDERLY_DEFAULT, HP_STORM_MAX_GAP_DEFAULT, HP_STORM_WAIT_DEFAULT,
 			HP_STORM_SETTLE_DEFAULT);
 		break;
+	case HP_CMD_AER:
+		fprintf(f,
+"usage: hpslot aer --error NAME [--correctable] [-c URI] [--json] DOMAIN SLOT...\n"
+"\n"
+"Injects an AER error at the root port of each SLOT, in order, with QEMU's HMP\n"
+"`pcie_aer_inject_error [-c] PORT NAME`. The port is the target because QEMU's\n"
+"nvme device has no AER capability (errors aimed at it are dropped). NAME is\n"
+"QEMU's name of an uncorrectable error -- COMP_TIME (completion timeout,\n"
+"non-fatal), SDN (surprise down, fatal), UNSUP, POISON_TLP, MAL_TLP, ... -- or\n"
+"0xSTATUS (the AER status bits); --correctable makes it a correctable error\n"
+"(QEMU 7.2 never signals those to the guest). Non-fatal errors are reported and\n"
+"recovered by the guest's AER driver; fatal ones also reset the link (for a\n"
+"hotplug port: a secondary bus reset through pciehp_reset_slot).\n"
+"\n"
+"The domain must be running. Exit 0 when QEMU accepted every injection (\"OK id:\"),\n"
+"1 when one was refused.\n"
+"\n"
+"--json: {\"command\":\"aer\",\"ok\":..,\"error_injected\":\"SDN\",\"slots\":[{\"slot\":3,\n"
+"  \"port\":\"pci.3\",\"injected\":true,\"at_realtime_ns\":..,\"monitor\":\"OK id: pci.3 ...\"}]}\n");
+		break;
 	default:
 		hp_usage(f);
 	}
@@ -370,6 +393,7 @@ enum {
 	G_SETTLE = 1 << 4,	/* --settle: swap, storm */
 	G_SWAP = 1 << 5,	/* --delay-ms */
 	G_STORM = 1 << 6,	/* --seed --count --max-gap-ms --orderly-percent --dry-run */
+	G_AER = 1 << 7,		/* --error --correctable */
 };
 
 static int allowed_groups(enum hp_cmd c)
@@ -379,6 +403,7 @@ static int allowed_groups(enum hp_cmd c)
 	case HP_CMD_ADD: return G_ADD | G_SERIAL | G_WAIT;
 	case HP_CMD_SWAP: return G_SWAP | G_SERIAL | G_SETTLE;
 	case HP_CMD_STORM: return G_STORM | G_WAIT | G_SETTLE;
+	case HP_CMD_AER: return G_AER;
 	default: return 0;
 	}
 }
@@ -519,6 +544,17 @@ int hp_parse_args(int argc, char **argv, struct hp_args *a, char *err, size_t le
 			a->size_mib = n;
 			a->size_given = true;
 			g = G_ADD;
+		} else if (!strcmp(arg, "--correctable")) {
+			a->aer_correctable = true;
+			g = G_AER;
+		} else if (IS("--error")) {
+			if (!(v = optval(argc, argv, &i, arg, "--error", err, len)))
+				return -1;
+			if (!hp_valid_aer_error(v))
+				return errf(err, len, "--error '%s': an AER error name of QEMU's "
+					    "pcie_aer_inject_error (e.g. COMP_TIME, SDN, UNSUP) or 0xSTATUS", v);
+			a->aer_error = v;
+			g = G_AER;
 		} else if (IS("--node")) {
 			if (!(v = optval(argc, argv, &i, arg, "--node", err, len)))
 				return -1;
@@ -548,7 +584,7 @@ int hp_parse_args(int argc, char **argv, struct hp_args *a, char *err, size_t le
 				if (!strcmp(pos[1], hp_cmd_name(c)))
 					a->cmd = c;
 			if (!a->cmd)
-				return errf(err, len, "unknown command '%s': use status, remove, add, swap or storm",
+				return errf(err, len, "unknown command '%s': use status, remove, add, swap, storm or aer",
 					    pos[1]);
 		}
 		return 0;
@@ -558,13 +594,13 @@ int hp_parse_args(int argc, char **argv, struct hp_args *a, char *err, size_t le
 			if (!strcmp(pos[0], hp_cmd_name(c)))
 				a->cmd = c;
 		if (!a->cmd)
-			return errf(err, len, "unknown command '%s': use status, remove, add, swap or storm", pos[0]);
+			return errf(err, len, "unknown command '%s': use status, remove, add, swap, storm or aer", pos[0]);
 		k = 1;
 	}
 	if (a->help)
 		return 0;
 	if (!a->cmd)
-		return errf(err, len, "no command given: use status, remove, add, swap or storm (see hpslot --help)");
+		return errf(err, len, "no command given: use status, remove, add, swap, storm or aer (see hpslot --help)");
 	if (k >= npos)
 		return errf(err, len, "%s: no DOMAIN given", hp_cmd_name(a->cmd));
 	a->domain = pos[k++];
@@ -604,6 +640,8 @@ int hp_parse_args(int argc, char **argv, struct hp_args *a, char *err, size_t le
 				    first_opt[6]);
 		if (stray & G_SETTLE)
 			return errf(err, len, "%s: --settle belongs to `hpslot swap` and `hpslot storm`", cmd);
+		if (stray & G_AER)
+			return errf(err, len, "%s: --error and --correctable belong to `hpslot aer`", cmd);
 	} else if (stray) {
 		int bit = __builtin_ctz((unsigned)stray);
 		return errf(err, len, "%s: option %.*s does not go with `hpslot %s` (see hpslot help %s)", cmd,
@@ -628,6 +666,8 @@ int hp_parse_args(int argc, char **argv, struct hp_args *a, char *err, size_t le
 		if (!a->settle_given)
 			a->settle = HP_SWAP_SETTLE_DEFAULT;
 	}
+	if (a->cmd == HP_CMD_AER && !a->aer_error)
+		return errf(err, len, "aer: --error NAME is required (e.g. COMP_TIME, SDN)");
 	if (a->cmd == HP_CMD_STORM) {
 		if (!a->seed_given)
 			return errf(err, len, "storm: --seed N is required (the storm is reproducible from it)");

@@ -135,11 +135,13 @@ int hp_xml_boot_serial(const char *xml, const char *device_id, char *out, size_t
 /* A serial prefix used by the domain's drives ("lab1" of "lab1-s3-g0"). */
 int hp_xml_serial_prefix(const char *xml, char *out, size_t len);
 bool hp_valid_serial(const char *s);
+/* An AER error as pcie_aer_inject_error takes it: NAME ([A-Z0-9_]) or 0xHEX. */
+bool hp_valid_aer_error(const char *s);
 
 /* ---- command line (args.c) -------------------------------------------- */
-enum hp_cmd { HP_CMD_NONE, HP_CMD_STATUS, HP_CMD_REMOVE, HP_CMD_ADD, HP_CMD_SWAP, HP_CMD_STORM };
+enum hp_cmd { HP_CMD_NONE, HP_CMD_STATUS, HP_CMD_REMOVE, HP_CMD_ADD, HP_CMD_SWAP, HP_CMD_STORM, HP_CMD_AER };
 #define HP_CMD_FIRST HP_CMD_STATUS
-#define HP_CMD_LAST HP_CMD_STORM
+#define HP_CMD_LAST HP_CMD_AER
 enum hp_mode { HP_MODE_NONE, HP_MODE_ORDERLY, HP_MODE_SURPRISE };
 
 struct hp_slotspec {
@@ -179,6 +181,9 @@ struct hp_args {
 	long max_gap_ms;
 	int orderly_percent;
 	bool dry_run;
+	/* aer */
+	const char *aer_error;	/* QEMU's error name (COMP_TIME, SDN...) or 0xSTATUS */
+	bool aer_correctable;
 };
 
 #define HP_SWAP_SETTLE_DEFAULT 5.0
@@ -352,6 +357,7 @@ int cmd_remove(struct hp_args *a, struct hp_out *o);
 int cmd_add(struct hp_args *a, struct hp_out *o);
 int cmd_swap(struct hp_args *a, struct hp_out *o);
 int cmd_storm(struct hp_args *a, struct hp_out *o);
+int cmd_aer(struct hp_args *a, struct hp_out *o);
 
 /* The commands' work on an open domain and loaded topology (ports[i] is
  * the port of a->slots[i]); used by swap and storm with sub-arguments.

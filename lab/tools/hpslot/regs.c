@@ -209,6 +209,18 @@ bool hp_hmp_is_error(const char *text)
 
 /* ---- serials --------------------------------------------------------------- */
 
+bool hp_valid_aer_error(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > 32)
+		return false;
+	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
+		return n > 2 && n <= 10 && strspn(s + 2, "0123456789abcdefABCDEF") == n - 2;
+	return isupper((unsigned char)s[0]) &&
+	       strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") == n;
+}
+
 bool hp_valid_serial(const char *s)
 {
 	size_t n = strlen(s);

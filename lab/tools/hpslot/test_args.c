@@ -211,6 +211,22 @@ void test_args(void)
 	BAD("add: --dry-run belongs to `hpslot storm`", "add", "dom", "1", "--dry-run");
 	BAD("--settle: 'x' is not a number of seconds", "storm", "--seed", "1", "--count", "1", "dom", "1", "--settle=x");
 
+	/* aer */
+	OK("aer", "--error", "COMP_TIME", "dom", "3");
+	CHECK(a.cmd == HP_CMD_AER && !strcmp(a.aer_error, "COMP_TIME") && !a.aer_correctable && a.nslots == 1);
+	OK("aer", "--error=0x20", "--correctable", "dom", "pci.2", "4");
+	CHECK(!strcmp(a.aer_error, "0x20") && a.aer_correctable && a.nslots == 2);
+	BAD("aer: --error NAME is required", "aer", "dom", "3");
+	BAD("--error 'comp_time'", "aer", "--error", "comp_time", "dom", "3");
+	BAD("--error '0x'", "aer", "--error", "0x", "dom", "3");
+	BAD("--error 'SDN;quit'", "aer", "--error", "SDN;quit", "dom", "3");
+	BAD("aer: no SLOT given", "aer", "--error", "SDN", "dom");
+	BAD("remove: --error and --correctable belong to `hpslot aer`", "remove", "--surprise", "--error", "SDN",
+	    "dom", "3");
+	BAD("option --seed does not go with `hpslot aer`", "aer", "--error", "SDN", "--seed", "1", "dom", "3");
+	CHECK(hp_valid_aer_error("SDN") && hp_valid_aer_error("0xFFFF") && !hp_valid_aer_error("0x123456789"));
+	CHECK(!hp_valid_aer_error("") && !hp_valid_aer_error("_X") && !hp_valid_aer_error("SDN "));
+
 	/* help for the new commands */
 	OK("help", "swap");
 	CHECK(a.help && a.cmd == HP_CMD_SWAP);
