@@ -105,6 +105,36 @@ unsigned long long kmsg_last_seq(void)
 	return seq;
 }
 
+struct json_object *kmsg_lines(unsigned long long since, const char *needle, int max)
+{
+	struct json_object *arr = json_object_new_array();
+	struct rec *recs;
+	size_t n = read_all(&recs), first = n;
+	int taken = 0;
+
+	/* walk back to the first of the last `max` matching records */
+	for (size_t i = n; i-- > 0 && taken < max;) {
+		if (recs[i].seq <= since)
+			break;
+		if (!needle || strstr(recs[i].msg, needle)) {
+			first = i;
+			taken++;
+		}
+	}
+	for (size_t i = first; i < n; i++) {
+		char line[1100];
+
+		if (needle && !strstr(recs[i].msg, needle))
+			continue;
+		snprintf(line, sizeof(line), "[%12.6f] %.1000s", recs[i].ts, recs[i].msg);
+		json_object_array_add(arr, json_object_new_string(line));
+	}
+	for (size_t i = 0; i < n; i++)
+		free(recs[i].msg);
+	free(recs);
+	return arr;
+}
+
 struct json_object *findings_scan(unsigned long long since_seq, int context)
 {
 	struct json_object *list = json_object_new_array();

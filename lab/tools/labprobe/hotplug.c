@@ -2,7 +2,8 @@
  *
  *   labprobe arm --dir D --slots N,... [--fio N,...] [--fio-runtime S]
  *                [--hung-task-timeout S]
- *   labprobe collect --dir D --expect-gone N,... [--timeout S] [--fio-timeout S]
+ *   labprobe collect --dir D [--expect-gone N,...] [--expect-kept N,... [--observe S]]
+ *                    [--timeout S] [--fio-timeout S]
  *   labprobe drives --expect N=SERIAL,... [--timeout S] [--verify-mib M]
  *
  * arm snapshots what each slot holds, starts kprobe events in a tracefs
@@ -15,6 +16,11 @@
  * unbound, (d) pci_dev removed, (e) block device gone, and when fio saw
  * its error. Events are attributed to slots by the pciehp IRQ thread they
  * ran in (irq/<N>-pciehp), by interrupt number, or by device name.
+ * With --expect-kept (an error injected at the slots' ports, not a removal)
+ * collect instead watches the named slots for S seconds and checks that
+ * they kept their drive, were not torn down, and that their fio jobs went
+ * on (or ended with a clean I/O error, never a verify mismatch or a
+ * stall); it reports the AER service's recovery from its own probes.
  * drives waits for drives to (re)appear with the expected serials and
  * optionally write-verifies each with fio. */
 #include "labprobe.h"
@@ -53,6 +59,11 @@ static const struct {
 	{ "lp_del", "device_del name=+0(+0(%di)):string", 'p', true },
 	{ "lp_add", "device_add name=+0(+0(%di)):string", 'p', true },
 	{ "lp_conf", "pciehp_configure_device", 'p', false },
+	/* AER recovery (port-wide events; kernels without AER lack them) */
+	{ "lp_aer", "aer_isr irq=%di:s32", 'p', false },
+	{ "lp_rec", "pcie_do_recovery state=%si:u32", 'p', false },
+	{ "lp_rec_ret", "pcie_do_recovery ret=$retval:u32", 'r', false },
+	{ "lp_reset", "pciehp_reset_slot probe=%si:s32", 'p', false },
 };
 #define NPROBES (sizeof(probes) / sizeof(probes[0]))
 
@@ -134,6 +145,13 @@ static const struct {
 	 * kprobe phase matches it, it is reported but not compared */
 	{ "pciehp_slot_disable_end", "slot_disabled", -1 },
 };
+/* AER service activity seen in the trace: first times and the last
+ * recovery result (pci_ers_result_t: 5 = recovered, 4 = disconnect). */
+static struct {
+	double isr, rec_begin, rec_end, reset;
+	int recoveries, resets, result;
+} aer = { -1, -1, -1, -1, 0, 0, -1 };
+
 static const char *t_names[T_N] = {
 	"isr", "handled", "disconnected", "unbind_start", "unbound", "pci_removed", "blockdev_gone"
 };
@@ -497,6 +515,31 @@ static void parse_trace_line(char *line, struct slot *slots, int n, double armed
 						set_first(&slots[i].tp[k], ts);
 		return;
 	}
+	if (!strcmp(event, "lp_aer")) {
+		set_first(&aer.isr, ts);
+		return;
+	}
+	if (!strcmp(event, "lp_rec")) {
+		set_first(&aer.rec_begin, ts);
+		aer.recoveries++;
+		return;
+	}
+	if (!strcmp(event, "lp_rec_ret")) {
+		char *a = colon ? strstr(colon, "ret=") : NULL;
+
+		aer.rec_end = ts;	/* the last one */
+		if (a)
+			aer.result = atoi(a + 4);
+		return;
+	}
+	if (!strcmp(event, "lp_reset")) {
+		/* pci_slot_reset() asks first with probe=1: only probe=0 resets */
+		if (colon && strstr(colon, "probe=0")) {
+			set_first(&aer.reset, ts);
+			aer.resets++;
+		}
+		return;
+	}
 	if (!strcmp(event, "lp_isr")) {
 		char *a = colon ? strstr(colon, "irq=") : NULL;
 
@@ -538,12 +581,93 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* fio's own error code of a job (0 none, EIO, EILSEQ: verify mismatch), -1
+ * when it wrote no JSON (killed while running). */
+static int fio_job_error(const char *dir, const char *slot)
+{
+	char path[300];
+	struct json_object *o, *jobs, *e;
+	int err = -1;
+
+	snprintf(path, sizeof(path), "%.200s/fio-%.15s.json", dir, slot);
+	o = json_object_from_file(path);
+	if (o && json_object_object_get_ex(o, "jobs", &jobs) && json_object_array_length(jobs) &&
+	    json_object_object_get_ex(json_object_array_get_idx(jobs, 0), "error", &e))
+		err = json_object_get_int(e);
+	json_object_put(o);
+	return err;
+}
+
+/* A slot whose port took an error but whose drive must stay: still bound
+ * with its namespaces, never torn down, its fio job went on or ended with
+ * a plain I/O error. */
+static void kept_checks(struct checks *c, struct slot *s, const char *dir, unsigned long long io_mid,
+			struct json_object *o)
+{
+	bool present = bus_has_device(s->bus), torn = s->t[8] >= 0 || s->t[T_PCIDEL] >= 0;
+	const char *outcome = "none";
+
+	for (int j = 0; j < s->nctrls; j++)
+		present = present && path_exists("/sys/class/nvme/%s", s->ctrls[j]);
+	for (int j = 0; j < s->nns; j++)
+		present = present && path_exists("/sys/block/%s", s->nss[j]);
+	check(c, present, "slot-kept", "slot %s %s", s->name,
+	      present ? "kept its controller and namespaces" : "lost its drive");
+	check(c, !torn, "not-torn-down", "slot %s %s", s->name,
+	      torn ? "was torn down by pciehp (unconfigure/pci_dev removal traced)" :
+	      "not torn down");
+	if (s->fio) {
+		int err = s->fio_rc >= 0 ? fio_job_error(dir, s->name) : -1;
+		bool flowing = s->nns && ns_io(s->nss[0]) > io_mid + 16;
+
+		if (s->fio_rc < 0)
+			outcome = flowing ? "went-on" : "stalled";
+		else if (s->fio_rc == 0)
+			outcome = "completed";
+		else
+			outcome = err == EILSEQ ? "verify-failed" : "io-error";
+		check(c, strcmp(outcome, "stalled") && strcmp(outcome, "verify-failed"), "fio-survived",
+		      "slot %s: fio %s (rc %d, fio error %d)", s->name, outcome, s->fio_rc, err);
+		json_object_object_add(o, "fio_error", json_object_new_int(err));
+	}
+	json_object_object_add(o, "kept", json_object_new_boolean(present));
+	json_object_object_add(o, "torn_down", json_object_new_boolean(torn));
+	json_object_object_add(o, "fio_outcome", json_object_new_string(outcome));
+}
+
+static struct json_object *ms_or_null(double t, double t0)
+{
+	return t >= 0 && t0 >= 0 ? json_object_new_double((t - t0) * 1e3) : NULL;
+}
+
+static struct json_object *aer_json(double t0, unsigned long long seq)
+{
+	struct json_object *o = json_object_new_object();
+
+	if (t0 < 0)	/* no pciehp interrupt: the AER thread is t=0 */
+		t0 = aer.isr;
+	json_object_object_add(o, "isr_thread_ms", ms_or_null(aer.isr, t0));
+	json_object_object_add(o, "recovery_begin_ms", ms_or_null(aer.rec_begin, t0));
+	json_object_object_add(o, "recovery_end_ms", ms_or_null(aer.rec_end, t0));
+	json_object_object_add(o, "slot_reset_ms", ms_or_null(aer.reset, t0));
+	json_object_object_add(o, "recoveries", json_object_new_int(aer.recoveries));
+	json_object_object_add(o, "slot_resets", json_object_new_int(aer.resets));
+	json_object_object_add(o, "result", aer.result == 5 ? json_object_new_string("recovered") :
+			       aer.result == 4 ? json_object_new_string("disconnect") :
+			       aer.result > 0 ? json_object_new_int(aer.result) : NULL);
+	json_object_object_add(o, "log", kmsg_lines(seq, "AER", 40));
+	return o;
+}
+
 int cmd_collect(int argc, char **argv, struct json_object *out)
 {
 	const char *dir = NULL;
-	char *gone_names[MAXS], path[300], *line = NULL;
-	int ngone = 0, nslots = 0;
-	double timeout = 60, fio_timeout = 60, armed, t0 = -1, start = now_mono(), last_gone = -1;
+	char *gone_names[MAXS], *kept_names[MAXS], path[300], *line = NULL;
+	int ngone = 0, nkept = 0, nslots = 0;
+	double timeout = 60, fio_timeout = 60, observe = 10, armed, t0 = -1, start = now_mono();
+	double last_gone = -1;
+	bool kept[MAXS] = { false };
+	unsigned long long io_mid[MAXS] = { 0 };
 	static struct slot slots[MAXS];
 	struct json_object *state, *arr, *v, *res, *findings;
 	struct checks c;
@@ -558,6 +682,10 @@ int cmd_collect(int argc, char **argv, struct json_object *out)
 			dir = argv[++i];
 		else if (!strcmp(argv[i], "--expect-gone") && i + 1 < argc)
 			ngone = parse_list(strdup(argv[++i]), gone_names, MAXS);
+		else if (!strcmp(argv[i], "--expect-kept") && i + 1 < argc)
+			nkept = parse_list(strdup(argv[++i]), kept_names, MAXS);
+		else if (!strcmp(argv[i], "--observe") && i + 1 < argc)
+			observe = atof(argv[++i]);
 		else if (!strcmp(argv[i], "--timeout") && i + 1 < argc)
 			timeout = atof(argv[++i]);
 		else if (!strcmp(argv[i], "--fio-timeout") && i + 1 < argc)
@@ -567,8 +695,8 @@ int cmd_collect(int argc, char **argv, struct json_object *out)
 			return 2;
 		}
 	}
-	if (!dir) {
-		fprintf(stderr, "labprobe collect: --dir is required\n");
+	if (!dir || (!ngone && !nkept)) {
+		fprintf(stderr, "labprobe collect: --dir and --expect-gone or --expect-kept are required\n");
 		return 2;
 	}
 	snprintf(path, sizeof(path), "%s/state.json", dir);
@@ -585,6 +713,19 @@ int cmd_collect(int argc, char **argv, struct json_object *out)
 	for (size_t i = 0; i < json_object_array_length(arr) && nslots < MAXS; i++)
 		slot_from_json(json_object_array_get_idx(arr, i), &slots[nslots++]);
 	check_init(&c);
+	for (int k = 0; k < nkept; k++) {
+		int found = -1;
+
+		for (int i = 0; i < nslots; i++)
+			if (!strcmp(slots[i].name, kept_names[k]))
+				found = i;
+		if (found < 0) {
+			fprintf(stderr, "labprobe collect: slot %s was not armed\n", kept_names[k]);
+			json_object_put(state);
+			return 2;
+		}
+		kept[found] = true;
+	}
 
 	/* 1. wait until every expected slot is empty */
 	for (;;) {
@@ -609,7 +750,20 @@ int cmd_collect(int argc, char **argv, struct json_object *out)
 				check(&c, slots[i].gone, "slot-emptied", "slot %s %s", slots[i].name,
 				      slots[i].gone ? "emptied" : "still holds a device after the timeout");
 
-	/* 2. wait for the fio jobs to end */
+	/* 2. kept slots: watch them for the observation window, the last
+	 * second of it measuring whether their I/O still flows */
+	if (nkept) {
+		double until = start + observe;
+
+		if (until - 1 > now_mono())
+			usleep((useconds_t)((until - 1 - now_mono()) * 1e6));
+		for (int i = 0; i < nslots; i++)
+			io_mid[i] = kept[i] && slots[i].nns ? ns_io(slots[i].nss[0]) : 0;
+		if (until > now_mono())
+			usleep((useconds_t)((until - now_mono()) * 1e6));
+	}
+
+	/* 3. wait for the fio jobs of the removed slots to end */
 	for (int i = 0; i < nslots; i++) {
 		snprintf(path, sizeof(path), "%.200s/fio-%.15s.json", dir, slots[i].name);
 		slots[i].fio = path_exists("%s", path);
@@ -625,7 +779,7 @@ int cmd_collect(int argc, char **argv, struct json_object *out)
 			f = fopen(path, "r");
 			if (!f || fscanf(f, "%d %lf", &slots[i].fio_rc, &slots[i].fio_end) != 2) {
 				slots[i].fio_rc = -1;
-				left++;
+				left += !kept[i];	/* a kept slot's fio is expected to run on */
 			}
 			if (f)
 				fclose(f);
@@ -640,7 +794,7 @@ int cmd_collect(int argc, char **argv, struct json_object *out)
 	if (json_object_object_get_ex(state, "fio_pgid", &v) && json_object_get_int(v) > 0)
 		kill(-json_object_get_int(v), SIGKILL);
 
-	/* 3. the trace */
+	/* 4. the trace */
 	writef(INSTANCE "/tracing_on", "0");
 	f = fopen(INSTANCE "/trace", "r");
 	while (f && getline(&line, &cap, f) > 0)
@@ -650,7 +804,7 @@ int cmd_collect(int argc, char **argv, struct json_object *out)
 	free(line);
 	probes_remove();
 
-	/* 4. per-slot timeline, relative to the first hard interrupt */
+	/* 5. per-slot timeline, relative to the first hard interrupt */
 	for (int i = 0; i < nslots; i++)
 		if (slots[i].t[T_ISR] >= 0 && (t0 < 0 || slots[i].t[T_ISR] < t0))
 			t0 = slots[i].t[T_ISR];
@@ -695,6 +849,8 @@ int cmd_collect(int argc, char **argv, struct json_object *out)
 			}
 			if (slots[i].fio)
 				json_object_object_add(o, "fio_rc", json_object_new_int(slots[i].fio_rc));
+			if (kept[i])
+				kept_checks(&c, &slots[i], dir, io_mid[i], o);
 			json_object_array_add(res, o);
 			if (expected && slots[i].fio)
 				check(&c, slots[i].fio_rc > 0, "fio-ended-with-error",
@@ -721,7 +877,7 @@ int cmd_collect(int argc, char **argv, struct json_object *out)
 			json_object_object_add(out, "gone_max_ms", json_object_new_double(gone_ms[ng - 1]));
 		}
 	}
-	if (tracepoints) {
+	if (tracepoints && ngone) {
 		struct json_object *ag = json_object_new_object();
 
 		for (int k = 0; k < TP_N; k++)
@@ -732,11 +888,18 @@ int cmd_collect(int argc, char **argv, struct json_object *out)
 		 * null when one method saw the phase and the other did not */
 		json_object_object_add(out, "method_disagreement_ms", ag);
 	}
+	if (nkept) {
+		check(&c, aer.recoveries > 0 && aer.result == 5, "aer-recovered",
+		      "%d AER recovery run(s), last result %d (5 = recovered; -1: none traced)",
+		      aer.recoveries, aer.result);
+		json_object_object_add(out, "aer", aer_json(t0, seq));
+	}
 	json_object_object_add(out, "last_gone_ms", last_gone >= 0 && t0 >= 0 ?
 			       json_object_new_double((last_gone - t0) * 1e3) : NULL);
 	json_object_object_add(out, "clock", json_object_new_string(
 		"CLOCK_MONOTONIC (tracefs trace_clock=mono), printed with 1 us resolution; "
-		"t=0 is the first pciehp hard interrupt of the yank"));
+		"t=0 is the first pciehp hard interrupt of the yank (or of the injected error: "
+		"the port's services share one interrupt)"));
 	json_object_object_add(out, "slots", res);
 	findings = findings_scan(seq, 8);
 	check(&c, json_object_array_length(findings) == 0, "kernel-log-clean", "%zu finding(s)",

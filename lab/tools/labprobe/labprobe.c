@@ -11,7 +11,7 @@ static const struct {
 	{ "smoke", cmd_smoke, "--release R --slots N,... [--drive SLOT=SERIAL]... [--hostname H] [--cloud-init-wait S]" },
 	{ "findings", cmd_findings, "[--since-seq SEQ] [--context N]" },
 	{ "arm", cmd_arm, "--dir D --slots N,... [--fio N,...] [--fio-runtime S] [--hung-task-timeout S]" },
-	{ "collect", cmd_collect, "--dir D --expect-gone N,... [--timeout S] [--fio-timeout S]" },
+	{ "collect", cmd_collect, "--dir D [--expect-gone N,...] [--expect-kept N,... [--observe S]] [--timeout S] [--fio-timeout S]" },
 	{ "drives", cmd_drives, "--expect SLOT=SERIAL,... [--timeout S] [--verify-mib M]" },
 	{ "pm", cmd_pm, "--slots N,... [--pm-cap] [--dyndbg] [--wakeup N=enabled|disabled,...] [--d3cold N,...] [--hold S] [--touch N,...] [--wait N=active|suspended,... [--timeout S]]" },
 	{ "view", cmd_view, "--slots N,... [--since-seq SEQ] [--expect SLOT=SERIAL|SLOT=empty,...] [--timeout S] [--log [LINES]]" },

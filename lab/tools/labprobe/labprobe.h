@@ -31,6 +31,9 @@ int parse_list(char *arg, char **items, int max);
 /* findings.c: kernel log lines that fail a scenario */
 struct json_object *findings_scan(unsigned long long since_seq, int context);
 unsigned long long kmsg_last_seq(void);
+/* The last `max` kernel log lines after seq `since` that contain `needle`
+ * (NULL: all), as "[ts] message". */
+struct json_object *kmsg_lines(unsigned long long since, const char *needle, int max);
 
 /* checks collected into {"checks": [...]} */
 struct checks {

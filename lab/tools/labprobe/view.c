@@ -186,45 +186,6 @@ static void stale_ctrls(struct json_object *out, struct checks *c)
 	json_object_object_add(out, "stale_nvme", arr);
 }
 
-/* Kernel log lines after `since` (the last `max`), "[ts] message". */
-static struct json_object *log_lines(unsigned long long since, int max)
-{
-	struct json_object *arr = json_object_new_array();
-	char buf[8192];
-	char **ring = calloc((size_t)max, sizeof(char *));
-	int fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK), n = 0;
-
-	while (fd >= 0 && max > 0) {
-		ssize_t len = read(fd, buf, sizeof(buf) - 1);
-		unsigned int pri;
-		unsigned long long seq, usec;
-		char *semi, line[1100];
-
-		if (len < 0) {
-			if (errno == EPIPE)
-				continue;
-			break;
-		}
-		buf[len] = '\0';
-		semi = strchr(buf, ';');
-		if (!semi || sscanf(buf, "%u,%llu,%llu", &pri, &seq, &usec) != 3 || seq <= since)
-			continue;
-		semi[1 + strcspn(semi + 1, "\n")] = '\0';
-		snprintf(line, sizeof(line), "[%12.6f] %.1000s", usec / 1e6, semi + 1);
-		free(ring[n % max]);
-		ring[n % max] = strdup(line);
-		n++;
-	}
-	if (fd >= 0)
-		close(fd);
-	for (int i = n > max ? n - max : 0; i < n; i++)
-		json_object_array_add(arr, json_object_new_string(ring[i % max]));
-	for (int i = 0; i < max; i++)
-		free(ring[i]);
-	free(ring);
-	return arr;
-}
-
 int cmd_view(int argc, char **argv, struct json_object *out)
 {
 	char *names[MAXV], *expects[MAXV];
@@ -309,7 +270,7 @@ int cmd_view(int argc, char **argv, struct json_object *out)
 	json_object_object_add(out, "since_seq", since_given ? json_object_new_uint64(since) : NULL);
 	json_object_object_add(out, "findings", findings);
 	if (log_max > 0)
-		json_object_object_add(out, "log", log_lines(since, log_max));
+		json_object_object_add(out, "log", kmsg_lines(since, NULL, log_max));
 	json_object_object_add(out, "checks", c.list);
 	return c.failed ? 1 : 0;
 }
