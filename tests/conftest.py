@@ -87,13 +87,14 @@ class LabVM:
 @pytest.fixture(scope="session")
 def lab_vm():
     """One booted lab VM (patched kernel, 6 slots, 4 drives), shared by the
-    tests that need a guest; its run also does smoke and a bulk surprise
-    removal of all 4 drives. Torn down at the end of the session."""
+    tests that need a guest; its run also does smoke, a bulk surprise
+    removal of all 4 drives and aer-recovery. Torn down at the end of the session."""
     name = f"{TEST_PREFIX}-1"
     run_id = tagged("test-lab-vm")
     remove_domain(name)
     r = playbook("lab_name_prefix=" + TEST_PREFIX, "lab_slots=6", "lab_drives=4",
-                 {"lab_scenarios": ["smoke", "bulk-surprise-removal"]},
+                 {"lab_scenarios": ["smoke", "bulk-surprise-removal", "aer-recovery"]},
+                 "lab_aer_observe=8",
                  "lab_keep_vms=true", "lab_run_id=" + run_id)
     run_dir = REPO / "results" / run_id
     if r.returncode != 0:

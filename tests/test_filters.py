@@ -52,6 +52,7 @@ def test_drives_fill_the_first_slots_with_unique_ids_and_short_serials():
     ({"lab_slots": 2, "lab_drives": 1, "lab_slot_numbers": [5, 5]}, "duplicate chassis/slot"),
     ({"lab_slots": 2, "lab_drives": 1, "lab_slot_numbers": [5]}, "lab_slot_numbers"),
     ({"lab_chassis": 256}, "lab_chassis"), ({"lab_platform": "kvm"}, "lab_platform"),
+    ({"lab_aer_errors": ["comp_time"]}, "lab_aer_errors"), ({"lab_aer_errors": "SDN"}, "lab_aer_errors"),
 ])
 def test_bad_profiles_name_the_field(kw, needle):
     with pytest.raises(AnsibleFilterError, match=needle):
@@ -91,3 +92,21 @@ def test_scaling_ratio_is_relative_to_one_drive():
     reps = [{"steps": {"collect": {"last_gone_ms": v}}} for v in (100.0, 150.0, 400.0)]
     m = lab_results.lab_scaling_metrics(reps, [1, 2, 4])
     assert m["T_over_T1"] == {"1": 1.0, "2": 1.5, "4": 4.0}
+
+
+def test_aer_metrics_group_by_error_and_count_fio_outcomes():
+    sys.path.insert(0, str(REPO / "lab/plugins/filter"))
+    import lab_scenarios
+
+    def rep(error, ok, end, outcome, result="recovered", resets=0):
+        aer = {"recovery_begin_ms": 1.0, "recovery_end_ms": end, "slot_reset_ms": 2.0 if resets else None,
+               "result": result, "slot_resets": resets}
+        return {"error": error, "ok": ok, "findings": [],
+                "steps": {"collect": {"aer": aer, "slots": [{"slot": "1", "fio_outcome": outcome}]}}}
+    m = lab_scenarios.lab_aer_metrics([rep("COMP_TIME", True, 10.0, "went-on"),
+                                       rep("SDN", True, 300.0, "went-on", resets=1),
+                                       rep("COMP_TIME", False, None, "stalled", result=None)])["errors"]
+    assert m["COMP_TIME"]["runs"] == 2 and m["COMP_TIME"]["failures"] == 1
+    assert m["COMP_TIME"]["recovery_end_ms"] == {"p50": 10.0, "max": 10.0, "n": 1}
+    assert m["COMP_TIME"]["fio_outcomes"] == {"went-on": 1, "stalled": 1}
+    assert m["SDN"]["slot_resets"] == [1] and m["SDN"]["slot_reset_ms"]["n"] == 1

@@ -50,7 +50,7 @@ def test_virsh_attach_and_detach_device_route(lab_vm, tmp_path):
     disk = str(STATE_DIR / tagged("hotplug-disk.raw"))
     run(["truncate", "-s", "64M", disk], check=True)
     run(["chown", "libvirt-qemu:libvirt-qemu", disk], check=True)
-    xml = (REPO / "domains/devices/hotplug-disk.xml").read_text().replace("bus='0x10'", "bus='0x06'")
+    xml = (REPO / "domains/devices/hotplug-disk.xml").read_text().replace("bus='0x14'", "bus='0x06'")
     dev = tmp_path / "disk.xml"
     dev.write_text(xml)
     r = virsh("attach-device", lab_vm.name, str(dev), "--live")
@@ -88,3 +88,21 @@ def test_bulk_surprise_removal_measured_every_drive(lab_vm):
     # causality within the guest's own clock, per drive: handled before gone
     assert m["handled_ms"]["max"] <= m["pci_removed_ms"]["max"]
     assert m["last_gone_ms"]["n"] == 1
+
+
+def test_aer_recovery_keeps_the_drive_through_both_errors(lab_vm):
+    """The run's aer-recovery injected a non-fatal (COMP_TIME) and a fatal
+    (SDN) error at the first drive's root port under fio: each time the AER
+    service recovered, pciehp kept the slot, fio went on or failed cleanly,
+    and the drive passed write+verify afterwards. The fatal one reset the
+    slot (pciehp_reset_slot traced); the non-fatal one did not."""
+    (aer,) = [r for r in lab_vm.summary["scenarios"] if r["name"] == "aer-recovery"]
+    assert aer["status"] == "pass", json.dumps(aer, indent=1)[:6000]
+    errors = aer["metrics"]["errors"]
+    assert set(errors) == {"COMP_TIME", "SDN"}
+    for name, m in errors.items():
+        assert m["runs"] == 1 and m["failures"] == 0, (name, m)
+        assert m["results"] == ["recovered"], (name, m)
+        assert set(m["fio_outcomes"]) <= {"went-on", "completed", "io-error"}, (name, m)
+    assert errors["SDN"]["slot_resets"][0] >= 1, errors["SDN"]
+    assert errors["COMP_TIME"]["slot_resets"] == [0], errors["COMP_TIME"]

@@ -14,6 +14,7 @@ BAD = [
     ([{"lab_scenarios": ["smoke", "no-such-scenario"]}], "no-such-scenario"),
     (["lab_vms=0"], "lab_vms"),
     (["lab_slots=many"], "lab_slots"),
+    ([{"lab_aer_errors": ["SDN; quit"]}], "lab_aer_errors"),
 ]
 
 

@@ -1,5 +1,5 @@
 """Filters of the hotplug scenarios (quick-swap, storm, orderly-removal,
-hot-add-bulk): seeds, slot states from hpslot and labprobe, the guest/QEMU
+hot-add-bulk, aer-recovery): seeds, slot states from hpslot and labprobe, the guest/QEMU
 comparison, and each scenario's per-iteration report and metrics."""
 
 import hashlib
@@ -369,6 +369,44 @@ def lab_hotadd_metrics(reports, drives):
             "note": "present_after_s counts from labprobe's start, after the add returned"}
 
 
+def _p50_max(values):
+    values = sorted(v for v in values if v is not None)
+    if not values:
+        return {"p50": None, "max": None, "n": 0}
+    return {"p50": round(values[len(values) // 2], 3), "max": round(values[-1], 3), "n": len(values)}
+
+
+def lab_aer_metrics(reports):
+    """aer-recovery: per injected error, runs and failures, the AER
+    service's recovery times (ms from the port's interrupt) and how the
+    drive's fio job came through."""
+    out = {}
+    for rep in reports:
+        m = out.setdefault(rep.get("error"), {"runs": 0, "failures": 0, "results": [], "slot_resets": [],
+                                              "fio_outcomes": {}, "_begin": [], "_end": [], "_reset": []})
+        m["runs"] += 1
+        m["failures"] += 0 if rep.get("ok") else 1
+        collect = (rep.get("steps") or {}).get("collect") or {}
+        aer = collect.get("aer") or {}
+        m["results"].append(aer.get("result"))
+        m["slot_resets"].append(aer.get("slot_resets"))
+        m["_begin"].append(aer.get("recovery_begin_ms"))
+        m["_end"].append(aer.get("recovery_end_ms"))
+        m["_reset"].append(aer.get("slot_reset_ms"))
+        for s in collect.get("slots", []):
+            outcome = s.get("fio_outcome", "none")
+            m["fio_outcomes"][outcome] = m["fio_outcomes"].get(outcome, 0) + 1
+    for m in out.values():
+        m["recovery_begin_ms"] = _p50_max(m.pop("_begin"))
+        m["recovery_end_ms"] = _p50_max(m.pop("_end"))
+        m["slot_reset_ms"] = _p50_max(m.pop("_reset"))
+    return {"errors": out,
+            "note": "ms from the first interrupt of the slot's root port (pciehp_isr is called first: the port "
+                    "services share one MSI vector) to pcie_do_recovery's entry and return and to "
+                    "pciehp_reset_slot; kprobes, CLOCK_MONOTONIC. fio outcomes: went-on (I/O still flowing at "
+                    "the end of the watch), completed, io-error (ended with a plain I/O error)"}
+
+
 class FilterModule:
     def filters(self):
         return {
@@ -388,4 +426,5 @@ class FilterModule:
             "lab_storm_metrics": lab_storm_metrics,
             "lab_orderly_metrics": lab_orderly_metrics,
             "lab_hotadd_metrics": lab_hotadd_metrics,
+            "lab_aer_metrics": lab_aer_metrics,
         }

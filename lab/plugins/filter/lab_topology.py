@@ -6,6 +6,8 @@ template, the actuator's callers and the scenarios all read the map this
 produces; nothing else computes addresses.
 """
 
+import re
+
 from ansible.errors import AnsibleFilterError
 
 KERNEL_VARIANTS = ("patched", "stock", "distro")
@@ -126,6 +128,11 @@ def lab_validate_profile(profile, known_scenarios):
                                      f"(JBOF j uses {JBOF_SLOT_BASE}*j .. {JBOF_SLOT_BASE}*j+lab_jbof_slots): "
                                      f"number root-port slots below {JBOF_SLOT_BASE}")
     firmware, firmware_slots = _firmware(p, numbers)
+    aer_errors = p.get("lab_aer_errors", [])
+    if not isinstance(aer_errors, list) or not all(
+            isinstance(e, str) and re.fullmatch(r"[A-Z][A-Z0-9_]*|0x[0-9a-fA-F]{1,8}", e) for e in aer_errors):
+        raise AnsibleFilterError(f"profile field lab_aer_errors={aer_errors!r} must list QEMU "
+                                 f"pcie_aer_inject_error names (COMP_TIME, SDN, ...) or 0xSTATUS values")
     p.update(lab_vms=vms, lab_slots=slots, lab_drives=drives, lab_iterations=iterations,
              lab_chassis=chassis, lab_kernel_variant=variant, lab_platform=platform,
              lab_scenarios=scenarios, lab_slot_numbers=numbers, lab_jbofs=jbofs,
