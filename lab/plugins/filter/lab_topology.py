@@ -11,7 +11,7 @@ import re
 from ansible.errors import AnsibleFilterError
 
 KERNEL_VARIANTS = ("patched", "stock", "distro")
-PLATFORMS = ("stock",)
+PLATFORMS = ("stock", "fidelity")
 # ACPI firmware of the root ports: plain is QEMU's own DSDT; thunderbolt adds
 # an SSDT (domains/acpi/thunderbolt-port.asl.j2) to the slots it names.
 FIRMWARES = ("plain", "thunderbolt")
@@ -83,6 +83,15 @@ def lab_validate_profile(profile, known_scenarios):
     if platform not in PLATFORMS:
         raise AnsibleFilterError(f"profile field lab_platform={platform!r} is unknown: "
                                  f"use one of {', '.join(PLATFORMS)}")
+    # fidelity platform: the emulated completion timeout, at most 1 s
+    timeout_us = _int({"lab_completion_timeout_us": p.get("lab_completion_timeout_us", 0)},
+                      "lab_completion_timeout_us", 0)
+    if timeout_us > 1000000:
+        raise AnsibleFilterError(f"profile field lab_completion_timeout_us={timeout_us} is more "
+                                 f"than 1000000 (1 s); the spec's default range ends at 50000")
+    if timeout_us and platform != "fidelity":
+        raise AnsibleFilterError(f"profile field lab_completion_timeout_us={timeout_us} needs "
+                                 f"lab_platform=fidelity: Debian's QEMU has no completion timeouts")
     scenarios = p.get("lab_scenarios")
     if isinstance(scenarios, str):
         scenarios = [s.strip() for s in scenarios.split(",") if s.strip()]
@@ -135,6 +144,7 @@ def lab_validate_profile(profile, known_scenarios):
                                  f"pcie_aer_inject_error names (COMP_TIME, SDN, ...) or 0xSTATUS values")
     p.update(lab_vms=vms, lab_slots=slots, lab_drives=drives, lab_iterations=iterations,
              lab_chassis=chassis, lab_kernel_variant=variant, lab_platform=platform,
+             lab_completion_timeout_us=timeout_us,
              lab_scenarios=scenarios, lab_slot_numbers=numbers, lab_jbofs=jbofs,
              lab_jbof_slots=jbof_slots, lab_jbof_drives=jbof_drives,
              lab_firmware=firmware, lab_firmware_slots=firmware_slots)

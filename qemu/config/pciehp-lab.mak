@@ -1,0 +1,12 @@
+# Devices of the lab's QEMU (configure --without-default-devices
+# --with-devices-x86_64=pciehp-lab): the q35 machine and what
+# domains/lab-vm.xml.j2 puts on it, and switch ports for JBOF topologies.
+# Anything else is left out to keep a cold build short.
+CONFIG_Q35=y
+CONFIG_PCIE_PORT=y
+CONFIG_XIO3130=y
+CONFIG_NVME_PCI=y
+CONFIG_VIRTIO_PCI=y
+CONFIG_VIRTIO_BLK=y
+CONFIG_VIRTIO_SERIAL=y
+CONFIG_ISA_DEBUG=y
