@@ -374,6 +374,8 @@ void hp_out_free(struct hp_out *o);
 int hp_topo_reload(struct hp_ctx *h, struct hp_topo *t, struct hp_args *a, struct hp_port **ports,
 		   char *err, size_t errlen);
 /* Is the device (QOM path) still there? 1 yes, 0 no, -1 unknown. */
+/* 1 the port has the lab QEMU's x-surprise-removal, 0 not, -1 unknown */
+int hp_port_qemu_surprise(struct hp_ctx *h, const struct hp_port *p);
 int hp_device_present(struct hp_ctx *h, const char *path);
 int hp_device_del(struct hp_ctx *h, const char *id, char *err, size_t len);
 /* QEMU's timestamp (realtime ns) of the first event `name` for `device`

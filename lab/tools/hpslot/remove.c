@@ -179,11 +179,57 @@ static void set_str(struct json_object *o, const char *k, const char *v)
 
 /* ---- surprise ------------------------------------------------------------ */
 
+/*
+ * The lab's own QEMU (lab_platform=fidelity, qemu/patches/) has a root-port
+ * property x-surprise-removal that makes device_del pull the card at once.
+ * 1 the port has it, 0 it has not (Debian's QEMU), -1 unknown.
+ */
+int hp_port_qemu_surprise(struct hp_ctx *h, const struct hp_port *p)
+{
+	struct json_object *a = json_object_new_object(), *r;
+	char err[256];
+
+	json_object_object_add(a, "path", json_object_new_string(p->path));
+	json_object_object_add(a, "property", json_object_new_string("x-surprise-removal"));
+	if (hp_qmp(h, "qom-get", a, &r, err, sizeof(err)))
+		return strstr(err, "not found") ? 0 : -1;
+	json_object_put(r);
+	return 1;
+}
+
+static int set_qemu_surprise(struct hp_ctx *h, const struct hp_port *p, bool on, char *err, size_t len)
+{
+	struct json_object *a = json_object_new_object();
+
+	json_object_object_add(a, "path", json_object_new_string(p->path));
+	json_object_object_add(a, "property", json_object_new_string("x-surprise-removal"));
+	json_object_object_add(a, "value", json_object_new_boolean(on));
+	return hp_qmp(h, "qom-set", a, NULL, err, len);
+}
+
+/* Pull the card with the port's surprise device_del; the port is left in
+ * orderly mode, so a later plain device_del presses the button again. */
+static int qemu_surprise(struct hp_ctx *h, const struct hp_port *p, char *err, size_t len)
+{
+	char e2[256];
+	int rc;
+
+	if (set_qemu_surprise(h, p, true, err, len))
+		return -1;
+	rc = device_del(h, dev_ref(p), err, len);
+	if (set_qemu_surprise(h, p, false, e2, sizeof(e2)) && !rc) {
+		snprintf(err, len, "resetting x-surprise-removal: %s", e2);
+		rc = -1;
+	}
+	return rc;
+}
+
 struct yank {
 	uint16_t ctl0, sta0, ctl1, sta1;
 	long long yank_real, yank_mono;
 	double guest_off, guest_done;	/* s after resume, -1 not seen */
 	bool read_ok, yanked, restored, read_after;
+	bool qemu;	/* pulled by QEMU's surprise device_del, not config cycles */
 	char err[512];
 };
 
@@ -196,6 +242,9 @@ static int surprise(struct hp_args *a, struct hp_out *o, struct hp_ctx *h, struc
 	int rc = HP_EXIT_OK, failed = 0;
 	long long t_before = hp_real_ns();
 
+	/* before the pause: which ports can pull the card themselves */
+	for (int i = 0; i < a->nslots; i++)
+		y[i].qemu = hp_port_qemu_surprise(h, ports[i]) == 1;
 	if (pause_begin(h, &ps, err, sizeof(err))) {
 		if (!ps.stopped) {
 			hp_fail(o, "could not stop the domain: %s; nothing changed", err);
@@ -216,6 +265,15 @@ static int surprise(struct hp_args *a, struct hp_out *o, struct hp_ctx *h, struc
 		s->read_ok = true;
 		s->yank_mono = hp_mono_ns();
 		s->yank_real = hp_real_ns();
+		if (s->qemu) {
+			/* Slot Control is not touched: nothing to restore */
+			if (qemu_surprise(h, p, s->err, sizeof(s->err)))
+				continue;
+			s->yanked = s->restored = true;
+			if (!slot_read(h, p, &s->ctl1, &s->sta1, s->err, sizeof(s->err)))
+				s->read_after = true;
+			continue;
+		}
 		if (slot_write_here(h, p, hp_yank_value(s->ctl0), s->err, sizeof(s->err))) {
 			/* the power-off write may or may not have happened: put the old value back */
 			char e2[256];
@@ -315,7 +373,9 @@ static int surprise(struct hp_args *a, struct hp_out *o, struct hp_ctx *h, struc
 			json_object_object_add(j, "yank_ns", json_object_new_int64(s->yank_real));
 			json_object_object_add(j, "yank_after_stop_ms",
 					       hp_num((s->yank_mono - ps.stop_sent) / 1e6, 3));
-			json_object_object_add(j, "yank_value", hp_hex16(hp_yank_value(s->ctl0)));
+			if (!s->qemu)
+				json_object_object_add(j, "yank_value", hp_hex16(hp_yank_value(s->ctl0)));
+			set_str(j, "method", s->qemu ? "qemu-surprise-removal" : "config-cycles");
 		}
 		if (s->read_after) {
 			json_object_object_add(j, "sltctl_after", hp_hex16(s->ctl1));
@@ -367,10 +427,16 @@ static int surprise(struct hp_args *a, struct hp_out *o, struct hp_ctx *h, struc
 		if (strcmp(result, "removed"))
 			failed++;
 		json_object_array_add(o->slots, j);
-		hp_say(o, "slot %-4d %-7s %s %-8s yank at %lld ns (+%.1f ms)  sltctl 0x%04x->0x%04x->0x%04x  "
-		       "sltsta 0x%04x [%s] -> 0x%04x [%s]  leftover=%s\n",
-		       p->slot, p->id, dev_ref(p), result, s->yank_real, (s->yank_mono - ps.stop_sent) / 1e6,
-		       s->ctl0, hp_yank_value(s->ctl0), s->ctl1, s->sta0, fl0, s->sta1, fl1, leftover);
+		if (s->qemu)
+			hp_say(o, "slot %-4d %-7s %s %-8s yank at %lld ns (+%.1f ms)  QEMU surprise removal  "
+			       "sltctl 0x%04x  sltsta 0x%04x [%s] -> 0x%04x [%s]  leftover=%s\n",
+			       p->slot, p->id, dev_ref(p), result, s->yank_real, (s->yank_mono - ps.stop_sent) / 1e6,
+			       s->ctl1, s->sta0, fl0, s->sta1, fl1, leftover);
+		else
+			hp_say(o, "slot %-4d %-7s %s %-8s yank at %lld ns (+%.1f ms)  sltctl 0x%04x->0x%04x->0x%04x  "
+			       "sltsta 0x%04x [%s] -> 0x%04x [%s]  leftover=%s\n",
+			       p->slot, p->id, dev_ref(p), result, s->yank_real, (s->yank_mono - ps.stop_sent) / 1e6,
+			       s->ctl0, hp_yank_value(s->ctl0), s->ctl1, s->sta0, fl0, s->sta1, fl1, leftover);
 		if (a->wait_guest > 0 && s->guest_done >= 0)
 			hp_say(o, "          guest powered the slot off %.3f s and finished %.3f s after resume\n",
 			       s->guest_off, s->guest_done);
