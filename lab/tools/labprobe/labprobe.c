@@ -14,6 +14,7 @@ static const struct {
 	{ "collect", cmd_collect, "--dir D [--expect-gone N,...] [--expect-kept N,... [--observe S]] [--timeout S] [--fio-timeout S]" },
 	{ "drives", cmd_drives, "--expect SLOT=SERIAL,... [--timeout S] [--verify-mib M]" },
 	{ "pm", cmd_pm, "--slots N,... [--pm-cap] [--dyndbg] [--wakeup N=enabled|disabled,...] [--d3cold N,...] [--hold S] [--touch N,...] [--wait N=active|suspended,... [--timeout S]]" },
+	{ "absent", cmd_absent, "--slot N [--expect-ones]" },
 	{ "view", cmd_view, "--slots N,... [--since-seq SEQ] [--expect SLOT=SERIAL|SLOT=empty,...] [--timeout S] [--log [LINES]]" },
 };
 
