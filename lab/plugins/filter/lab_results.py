@@ -145,6 +145,23 @@ def lab_scaling_metrics(reports, sizes):
             "clock": "guest CLOCK_MONOTONIC via tracefs (trace_clock=mono), 1 us resolution"}
 
 
+def lab_disconnect_metrics(passes, sizes, platform, timeout_us):
+    """disconnect-flag: T(N) and the per-phase latencies for each flag
+    setting (marked: pciehp marks yanked devices disconnected; unmarked:
+    pciehp.debug_keep_connected=1), and unmarked/marked per size."""
+    out = {"platform": platform, "completion_timeout_us": int(timeout_us), "sizes": sizes,
+           "T_ms": {}, "phases": {}}
+    for flag, reports in (passes or {}).items():
+        out["T_ms"][flag] = lab_scaling_metrics(reports, sizes)["T_ms"]
+        out["phases"][flag] = {str(n): lab_removal_metrics([r]) for n, r in zip(sizes, reports)}
+    marked, unmarked = out["T_ms"].get("marked") or {}, out["T_ms"].get("unmarked") or {}
+    out["unmarked_over_marked"] = {
+        n: (round(unmarked[n] / marked[n], 3) if marked.get(n) and unmarked.get(n) is not None else None)
+        for n in marked}
+    out["clock"] = "guest CLOCK_MONOTONIC via tracefs (trace_clock=mono), 1 us resolution"
+    return out
+
+
 def lab_apply_expected(records, expected):
     """Marks failed records whose every finding is a known failure of the
     kernel variant (kernel/expected-failures/<variant>.yml) as 'xfail'."""
@@ -218,6 +235,7 @@ class FilterModule:
             "lab_step_reports": lab_step_reports,
             "lab_removal_metrics": lab_removal_metrics,
             "lab_scaling_metrics": lab_scaling_metrics,
+            "lab_disconnect_metrics": lab_disconnect_metrics,
             "lab_apply_expected": lab_apply_expected,
             "lab_scenario_seconds": lab_scenario_seconds,
             "lab_format_phase": lab_format_phase,
