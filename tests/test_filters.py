@@ -53,10 +53,29 @@ def test_drives_fill_the_first_slots_with_unique_ids_and_short_serials():
     ({"lab_slots": 2, "lab_drives": 1, "lab_slot_numbers": [5]}, "lab_slot_numbers"),
     ({"lab_chassis": 256}, "lab_chassis"), ({"lab_platform": "kvm"}, "lab_platform"),
     ({"lab_aer_errors": ["comp_time"]}, "lab_aer_errors"), ({"lab_aer_errors": "SDN"}, "lab_aer_errors"),
+    ({"lab_platform": "fidelity", "lab_completion_timeout_us": -1}, "lab_completion_timeout_us"),
+    ({"lab_platform": "fidelity", "lab_completion_timeout_us": 2000000}, "lab_completion_timeout_us"),
+    ({"lab_platform": "stock", "lab_completion_timeout_us": 10000}, "needs lab_platform=fidelity"),
 ])
 def test_bad_profiles_name_the_field(kw, needle):
     with pytest.raises(AnsibleFilterError, match=needle):
         profile(**kw)
+
+
+def test_fidelity_platform_and_its_completion_timeout():
+    p = profile(lab_platform="fidelity", lab_completion_timeout_us="50000")
+    assert p["lab_platform"] == "fidelity" and p["lab_completion_timeout_us"] == 50000
+    assert profile()["lab_completion_timeout_us"] == 0
+
+
+def test_disconnect_metrics_compare_the_flag_settings():
+    def rep(ms):
+        return {"ok": True, "steps": {"collect": {"last_gone_ms": ms, "slots": []}, "yank": {"paused_ms": 1}}}
+    m = lab_results.lab_disconnect_metrics({"marked": [rep(10), rep(40)], "unmarked": [rep(30), rep(200)]},
+                                           [1, 8], "fidelity", 10000)
+    assert m["T_ms"] == {"marked": {"1": 10, "8": 40}, "unmarked": {"1": 30, "8": 200}}
+    assert m["unmarked_over_marked"] == {"1": 3.0, "8": 5.0}
+    assert m["completion_timeout_us"] == 10000 and m["phases"]["marked"]["8"]["last_gone_ms"]
 
 
 def test_scenario_list_may_be_a_comma_string():

@@ -1,0 +1,181 @@
+"""The fidelity platform (lab_platform=fidelity, qemu/): the lab's own QEMU
+built from Debian's source package plus qemu/patches/, and what each of
+its properties makes the guest see, on a booted VM.
+
+The VM (fixture fidelity_vm): patched kernel, 4 slots, drives in 1-2,
+completion timeout 20 ms; its run does smoke and a bulk surprise removal
+of both drives through the fidelity path. Building the QEMU (cold: about
+20-30 min on 2 cores) is part of the fixture's lab.yml run."""
+
+import json
+import re
+import subprocess
+
+import pytest
+
+from conftest import REPO, LabVM, playbook, remove_domain, run, tagged, virsh
+
+HPSLOT = str(REPO / "lab/tools/hpslot/hpslot")
+QEMU_BUILD = str(REPO / "lab/tools/qemu-build")
+TIMEOUT_US = 20000
+PROPS = {"x-dllsc": "false", "x-surprise-removal": "false", "x-completion-timeout-us": "-1"}
+
+
+def hpslot(*args):
+    r = run([HPSLOT, "--json", *args])
+    try:
+        report = json.loads(r.stdout)
+    except ValueError:
+        report = {}
+    return r.returncode, report, r.stderr
+
+
+@pytest.fixture(scope="session")
+def fidelity_vm():
+    prefix = tagged("pciehp-test-fid")
+    name = f"{prefix}-1"
+    run_id = tagged("test-fidelity-vm")
+    remove_domain(name)
+    r = playbook("lab_name_prefix=" + prefix, "lab_platform=fidelity", "lab_slots=4", "lab_drives=2",
+                 f"lab_completion_timeout_us={TIMEOUT_US}",
+                 {"lab_scenarios": ["smoke", "bulk-surprise-removal"]},
+                 "lab_keep_vms=true", "lab_run_id=" + run_id)
+    run_dir = REPO / "results" / run_id
+    if r.returncode != 0:
+        remove_domain(name)
+        pytest.fail("lab.yml did not boot the fidelity VM:\n" + r.stdout[-6000:] + r.stderr[-2000:])
+    summary = json.loads((run_dir / "summary.json").read_text())
+    yield LabVM(name, summary, run_dir)
+    remove_domain(name)
+
+
+def emulator():
+    r = run([QEMU_BUILD, "--key-only"])
+    assert r.returncode == 0, r.stderr
+    return r.stdout.strip() + "/bin/qemu-system-x86_64"
+
+
+def kmsg(vm, lines=300):
+    rc, out, _ = vm.agent(f"dmesg | tail -n {lines}")
+    return out
+
+
+# ---- the build (no VM) ------------------------------------------------------
+
+def test_qemu_build_key_is_stable_and_covers_the_patches(tmp_path):
+    a = run([QEMU_BUILD, "--key-only"])
+    b = run([QEMU_BUILD, "--key-only"])
+    assert a.returncode == 0 and a.stdout == b.stdout, a.stderr
+    copy = tmp_path / "repo"
+    copy.mkdir()
+    subprocess.run(["cp", "-r", str(REPO / "qemu"), str(copy)], check=True)
+    first = (copy / "qemu/patches/series").read_text().split()[0]
+    with open(copy / "qemu/patches" / first, "a") as f:
+        f.write("\n")
+    c = run([QEMU_BUILD, "--key-only", "--repo", str(copy)])
+    assert c.returncode == 0, c.stderr
+    assert c.stdout != a.stdout, "changing a patch must change the cache key"
+
+
+def test_qemu_build_names_a_missing_patch(tmp_path):
+    copy = tmp_path / "repo"
+    copy.mkdir()
+    subprocess.run(["cp", "-r", str(REPO / "qemu"), str(copy)], check=True)
+    with open(copy / "qemu/patches/series", "a") as f:
+        f.write("9999-no-such.patch\n")
+    r = run([QEMU_BUILD, "--key-only", "--repo", str(copy)])
+    assert r.returncode == 1
+    assert "9999-no-such.patch" in r.stderr
+
+
+def test_every_property_is_off_by_default(fidelity_vm):
+    r = run([emulator(), "-nodefaults", "-machine", "none", "-device", "pcie-root-port,help"])
+    assert r.returncode == 0, r.stderr
+    for prop, default in PROPS.items():
+        m = re.search(rf"^\s*{re.escape(prop)}=.*\(default: \(?([^)]*)\)?\)", r.stdout, re.M)
+        assert m, f"{prop} missing from pcie-root-port,help:\n{r.stdout}"
+        assert m.group(1).strip() == default, f"{prop} defaults to {m.group(1)}"
+
+
+# ---- the VM -----------------------------------------------------------------
+
+def test_the_domain_runs_the_lab_qemu(fidelity_vm):
+    xml = virsh("dumpxml", fidelity_vm.name).stdout
+    assert f"<emulator>{emulator()}</emulator>" in xml
+    assert fidelity_vm.summary["platform"]["name"] == "fidelity"
+    assert any("Completion timeouts are emulated" in line for line in fidelity_vm.summary["limits"])
+    records = {r["name"]: r for r in fidelity_vm.summary["scenarios"]}
+    assert records["smoke"]["status"] == "pass", json.dumps(records["smoke"])[:3000]
+    assert records["bulk-surprise-removal"]["status"] == "pass", \
+        json.dumps(records["bulk-surprise-removal"])[:3000]
+
+
+def test_surprise_removal_raises_presence_and_link_change(fidelity_vm):
+    vm = fidelity_vm
+    rc, rep, err = hpslot("remove", "--surprise", "--wait-guest", "20", vm.name, "1")
+    assert rc == 0, err + json.dumps(rep)[:3000]
+    s = rep["slots"][0]
+    assert s["result"] == "removed" and s["method"] == "qemu-surprise-removal", s
+    sta = int(s["sltsta_after"], 16)
+    # PDC (0x08) and DLLSC (0x100) raised, Presence Detect State (0x40) clear
+    assert sta & 0x108 == 0x108 and not sta & 0x40, s
+    log = kmsg(vm)
+    assert re.search(r"Slot\(1\): Link Down", log), log[-3000:]
+    assert re.search(r"Slot\(1\): Card not present", log), log[-3000:]
+    assert "Already disabled" not in log
+    rc, rep, err = hpslot("add", "--wait", "30", vm.name, "1")
+    assert rc == 0, err + json.dumps(rep)[:3000]
+    rc, out, _ = vm.agent(f"labprobe drives --expect 1={rep['slots'][0]['serial']} --timeout 60")
+    assert rc == 0, out
+    assert re.search(r"Slot\(1\): Link Up", kmsg(vm)), kmsg(vm)[-3000:]
+
+
+def test_orderly_removal_still_presses_the_button(fidelity_vm):
+    rc, rep, err = hpslot("remove", "--orderly", "--timeout", "10", fidelity_vm.name, "2")
+    assert rc == 0, err + json.dumps(rep)[:3000]
+    assert rep["slots"][0]["result"] == "removed"
+    assert re.search(r"Slot\(2\): Attention button pressed", kmsg(fidelity_vm))
+    rc, rep, err = hpslot("add", "--wait", "30", fidelity_vm.name, "2")
+    assert rc == 0, err
+
+
+def test_reads_of_nothing_return_all_ones_after_the_completion_timeout(fidelity_vm):
+    # slot 3 is empty: config of its function 0 and MMIO in its window
+    rc, out, err = fidelity_vm.agent("labprobe absent --slot 3 --expect-ones")
+    assert rc == 0, out + err
+    rep = json.loads(out)
+    # The emulated timeout is a functional property of the port: a read
+    # that returns sooner means the timeout is not there. A lower bound only.
+    assert rep["config_ns"] >= TIMEOUT_US * 1000 * 0.9, rep
+    assert rep["mmio_ns"] >= TIMEOUT_US * 1000 * 0.9, rep
+
+
+def test_stock_qemu_reads_nothing_as_zero(lab_vm):
+    # the same probe on Debian's QEMU (the session's stock VM, slot 5 empty):
+    # what the fidelity platform fixes
+    rc, out, err = lab_vm.agent("labprobe absent --slot 5")
+    assert rc == 0, out + err
+    rep = json.loads(out)
+    assert rep["config_value"] == 0xffffffff and rep["mmio_value"] == 0, rep
+
+
+def test_debug_keep_connected_leaves_devices_unmarked(fidelity_vm):
+    vm = fidelity_vm
+    ev = "/sys/kernel/tracing/events/pci_hotplug/pciehp_dev_disconnected"
+    rc, out, err = vm.agent("cat /sys/module/pciehp/parameters/debug_keep_connected")
+    assert rc == 0 and out.strip() == "N", out + err
+    for setting, marked in (("Y", False), ("N", True)):
+        rc, out, err = vm.agent(f"echo {setting} > /sys/module/pciehp/parameters/debug_keep_connected && "
+                                f"echo > /sys/kernel/tracing/trace && echo 1 > {ev}/enable")
+        assert rc == 0, err
+        rc, rep, err = hpslot("remove", "--surprise", "--wait-guest", "20", vm.name, "1")
+        assert rc == 0, err + json.dumps(rep)[:2000]
+        rc, trace, err = vm.agent(f"echo 0 > {ev}/enable; cat /sys/kernel/tracing/trace; "
+                                  "echo N > /sys/module/pciehp/parameters/debug_keep_connected")
+        assert rc == 0, err
+        assert ("pciehp_dev_disconnected" in trace) == marked, f"debug_keep_connected={setting}:\n{trace}"
+        rc, rep, err = hpslot("add", "--wait", "30", vm.name, "1")
+        assert rc == 0, err
+        rc, out, _ = vm.agent(f"labprobe drives --expect 1={rep['slots'][0]['serial']} --timeout 60")
+        assert rc == 0, out
+
