@@ -71,11 +71,11 @@ def test_fidelity_platform_and_its_completion_timeout():
 def test_disconnect_metrics_compare_the_flag_settings():
     def rep(ms):
         return {"ok": True, "steps": {"collect": {"last_gone_ms": ms, "slots": []}, "yank": {"paused_ms": 1}}}
-    m = lab_results.lab_disconnect_metrics({"marked": [rep(10), rep(40)], "unmarked": [rep(30), rep(200)]},
-                                           [1, 8], "fidelity", 10000)
-    assert m["T_ms"] == {"marked": {"1": 10, "8": 40}, "unmarked": {"1": 30, "8": 200}}
-    assert m["unmarked_over_marked"] == {"1": 3.0, "8": 5.0}
-    assert m["completion_timeout_us"] == 10000 and m["phases"]["marked"]["8"]["last_gone_ms"]
+    m = lab_results.lab_disconnect_metrics(
+        {"10000": {"marked": [rep(10), rep(40)], "unmarked": [rep(30), rep(200)]}}, [1, 8], "fidelity")
+    assert m["T_ms"] == {"10000": {"marked": {"1": 10, "8": 40}, "unmarked": {"1": 30, "8": 200}}}
+    assert m["unmarked_over_marked"] == {"10000": {"1": 3.0, "8": 5.0}}
+    assert m["phases"]["10000"]["marked"]["8"]["last_gone_ms"]
 
 
 def test_scenario_list_may_be_a_comma_string():

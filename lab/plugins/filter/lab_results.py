@@ -145,19 +145,22 @@ def lab_scaling_metrics(reports, sizes):
             "clock": "guest CLOCK_MONOTONIC via tracefs (trace_clock=mono), 1 us resolution"}
 
 
-def lab_disconnect_metrics(passes, sizes, platform, timeout_us):
-    """disconnect-flag: T(N) and the per-phase latencies for each flag
-    setting (marked: pciehp marks yanked devices disconnected; unmarked:
-    pciehp.debug_keep_connected=1), and unmarked/marked per size."""
-    out = {"platform": platform, "completion_timeout_us": int(timeout_us), "sizes": sizes,
-           "T_ms": {}, "phases": {}}
-    for flag, reports in (passes or {}).items():
-        out["T_ms"][flag] = lab_scaling_metrics(reports, sizes)["T_ms"]
-        out["phases"][flag] = {str(n): lab_removal_metrics([r]) for n, r in zip(sizes, reports)}
-    marked, unmarked = out["T_ms"].get("marked") or {}, out["T_ms"].get("unmarked") or {}
-    out["unmarked_over_marked"] = {
-        n: (round(unmarked[n] / marked[n], 3) if marked.get(n) and unmarked.get(n) is not None else None)
-        for n in marked}
+def lab_disconnect_metrics(passes, sizes, platform):
+    """disconnect-flag: for each completion timeout (us; "stock" on Debian's
+    QEMU) and flag setting (marked: pciehp marks yanked devices
+    disconnected; unmarked: pciehp.debug_keep_connected=Y), T(N) and the
+    per-phase latencies, and unmarked/marked per size."""
+    out = {"platform": platform, "sizes": sizes, "T_ms": {}, "unmarked_over_marked": {}, "phases": {}}
+    for timeout, flags in (passes or {}).items():
+        t, ph = {}, {}
+        for flag, reports in flags.items():
+            t[flag] = lab_scaling_metrics(reports, sizes)["T_ms"]
+            ph[flag] = {str(n): lab_removal_metrics([r]) for n, r in zip(sizes, reports)}
+        out["T_ms"][timeout], out["phases"][timeout] = t, ph
+        marked, unmarked = t.get("marked") or {}, t.get("unmarked") or {}
+        out["unmarked_over_marked"][timeout] = {
+            n: (round(unmarked[n] / marked[n], 3) if marked.get(n) and unmarked.get(n) is not None else None)
+            for n in marked}
     out["clock"] = "guest CLOCK_MONOTONIC via tracefs (trace_clock=mono), 1 us resolution"
     return out
 
