@@ -3,8 +3,9 @@ built from Debian's source package plus qemu/patches/, and what each of
 its properties makes the guest see, on a booted VM.
 
 The VM (fixture fidelity_vm): patched kernel, 4 slots, drives in 1-2,
-completion timeout 20 ms; its run does smoke and a bulk surprise removal
-of both drives through the fidelity path. Building the QEMU (cold: about
+completion timeout 20 ms, pcie_port_pm=force (empty ports runtime-suspend
+to D3hot); its run does smoke and a bulk surprise removal of both drives
+through the fidelity path. Building the QEMU (cold: about
 20-30 min on 2 cores) is part of the fixture's lab.yml run."""
 
 import json
@@ -36,8 +37,10 @@ def fidelity_vm():
     name = f"{prefix}-1"
     run_id = tagged("test-fidelity-vm")
     remove_domain(name)
+    # pcie_port_pm=force: Linux runtime-suspends the empty hotplug ports,
+    # into D3hot with x-pm, so every hot-add into an empty slot is woken by PME
     r = playbook("lab_name_prefix=" + prefix, "lab_platform=fidelity", "lab_slots=4", "lab_drives=2",
-                 f"lab_completion_timeout_us={TIMEOUT_US}",
+                 f"lab_completion_timeout_us={TIMEOUT_US}", "lab_guest_cmdline_extra=pcie_port_pm=force",
                  {"lab_scenarios": ["smoke", "bulk-surprise-removal"]},
                  "lab_keep_vms=true", "lab_run_id=" + run_id)
     run_dir = REPO / "results" / run_id
@@ -179,3 +182,31 @@ def test_debug_keep_connected_leaves_devices_unmarked(fidelity_vm):
         rc, out, _ = vm.agent(f"labprobe drives --expect 1={rep['slots'][0]['serial']} --timeout 60")
         assert rc == 0, out
 
+
+
+def test_hot_add_into_a_suspended_port_is_woken_by_pme(fidelity_vm):
+    vm = fidelity_vm
+    port = "/sys/bus/pci/devices/0000:00:04.0"  # slot 3, empty
+    # power_state and runtime_status are read without resuming the port
+    # (a config read through sysfs would wake it)
+    rc, out, err = vm.agent(f"for i in $(seq 60); do p=$(cat {port}/power_state); "
+                            f"r=$(cat {port}/power/runtime_status); "
+                            f"[ \"$p $r\" = \"D3hot suspended\" ] && break; sleep 1; done; echo $p $r")
+    assert rc == 0 and out.split() == ["D3hot", "suspended"], out + err
+    rc, out, err = vm.agent("cd /sys/kernel/tracing && echo 'p:lab_pme_work pcie_pme_work_fn' >> kprobe_events && "
+                            "echo > trace && echo 1 > events/kprobes/lab_pme_work/enable")
+    assert rc == 0, err
+    try:
+        rc, rep, err = hpslot("add", "--wait", "30", vm.name, "3")
+        assert rc == 0, err + json.dumps(rep)[:2000]
+        rc, out, _ = vm.agent(f"labprobe drives --expect 3={rep['slots'][0]['serial']} --timeout 60")
+        assert rc == 0, out
+        rc, trace, _ = vm.agent("cat /sys/kernel/tracing/trace")
+        # the port's PME interrupt ran the PME service, which resumed the port
+        assert "lab_pme_work" in trace, trace[-3000:]
+        rc, out, _ = vm.agent(f"cat {port}/power_state")
+        assert out.strip() == "D0", out
+    finally:
+        vm.agent("cd /sys/kernel/tracing && echo 0 > events/kprobes/lab_pme_work/enable; "
+                 "echo '-:lab_pme_work' >> kprobe_events")
+        hpslot("remove", "--surprise", "--wait-guest", "20", vm.name, "3")
