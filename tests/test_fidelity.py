@@ -41,6 +41,9 @@ def fidelity_vm():
     # into D3hot with x-pm, so every hot-add into an empty slot is woken by PME
     r = playbook("lab_name_prefix=" + prefix, "lab_platform=fidelity", "lab_slots=4", "lab_drives=2",
                  f"lab_completion_timeout_us={TIMEOUT_US}", "lab_guest_cmdline_extra=pcie_port_pm=force",
+                 # a host shared with other VMs boots TCG guests slowly; a
+                 # guest that never comes up still fails
+                 "lab_boot_timeout=900",
                  {"lab_scenarios": ["smoke", "bulk-surprise-removal"]},
                  "lab_keep_vms=true", "lab_run_id=" + run_id)
     run_dir = REPO / "results" / run_id
