@@ -7,7 +7,8 @@
  * Two reads, the slot must be empty:
  *   config: dword 0 (Vendor/Device ID) of function 0 on the slot's
  *           secondary bus, by a type-1 config cycle (0xCF8/0xCFC);
- *   mmio:   the first dword of the port's memory window, through /dev/mem
+ *   mmio:   the first dword of the port's memory window (else its
+ *           prefetchable window), through /dev/mem
  *           (bridge windows are not busy resources, so STRICT_DEVMEM
  *           without IO_STRICT_DEVMEM allows it). */
 #include "labprobe.h"
@@ -31,8 +32,9 @@ static long long mono_ns(void)
 	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-/* The port's non-prefetchable memory window (resource line 14). */
-static int port_mem_window(const char *port, unsigned long long *start, unsigned long long *end)
+/* One of the port's memory windows: resource line 14 (non-prefetchable)
+ * or 15 (prefetchable). */
+static int port_mem_window(const char *port, int index, unsigned long long *start, unsigned long long *end)
 {
 	char path[256], line[256];
 	FILE *f;
@@ -43,7 +45,7 @@ static int port_mem_window(const char *port, unsigned long long *start, unsigned
 	if (!f)
 		return -1;
 	while (fgets(line, sizeof(line), f)) {
-		if (i++ == 14) {
+		if (i++ == index) {
 			rc = sscanf(line, "%llx %llx", start, end) == 2 && *start && *end > *start ? 0 : -1;
 			break;
 		}
@@ -142,11 +144,17 @@ int cmd_absent(int argc, char **argv, struct json_object *out)
 			check(&c, cval == 0xffffffffu, "config-all-ones", "%02x:00.0 dword 0 = 0x%08x", bus, cval);
 	}
 
-	if (port_mem_window(port, &ws, &we)) {
-		check(&c, false, "mem-window", "port %s has no memory window", port);
-		goto done;
+	/* whichever window the port has: both are forwarded the same way */
+	bool pref = false;
+	if (port_mem_window(port, 14, &ws, &we)) {
+		pref = true;
+		if (port_mem_window(port, 15, &ws, &we)) {
+			check(&c, false, "mem-window", "port %s has no memory window", port);
+			goto done;
+		}
 	}
 	json_object_object_add(out, "mmio_addr", json_object_new_int64((int64_t)ws));
+	json_object_object_add(out, "mmio_window", json_object_new_string(pref ? "prefetchable" : "memory"));
 	if (read_mmio(ws, &mval, &mns, err, sizeof(err)))
 		check(&c, false, "mmio-read", "%s", err);
 	else {
