@@ -239,11 +239,9 @@ int hp_add_ports(struct hp_args *a, struct hp_out *o, struct hp_ctx *h, struct h
 		struct hp_port *p = ports[i];
 		struct plan *s = &pl[i];
 		struct json_object *j = json_object_new_object();
-		char b[32];
 		json_object_object_add(j, "slot", json_object_new_int(p->slot));
 		json_object_object_add(j, "port", json_object_new_string(p->id));
-		snprintf(b, sizeof(b), "00:%02x.%d", p->dev, p->fn);
-		json_object_object_add(j, "address", json_object_new_string(b));
+		json_object_object_add(j, "address", json_object_new_string(p->addr));
 		json_object_object_add(j, "device", json_object_new_string(s->id));
 		json_object_object_add(j, "serial", json_object_new_string(s->serial));
 		json_object_object_add(j, "node", json_object_new_string(s->node));

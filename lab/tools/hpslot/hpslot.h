@@ -138,6 +138,27 @@ bool hp_valid_serial(const char *s);
 /* An AER error as pcie_aer_inject_error takes it: NAME ([A-Z0-9_]) or 0xHEX. */
 bool hp_valid_aer_error(const char *s);
 
+/* ---- the guest's PCI tree from query-pci (pcitree.c; pure) ------------ */
+struct hp_pcidev {
+	char qdev[64];		/* QEMU device id ("" if anonymous) */
+	int bus, dev, fn;	/* where the guest enumerated the function */
+	int secondary, subordinate;	/* bridges: the bus range below, else -1 */
+	uint32_t ids;		/* vendor | device << 16 */
+	int parent;		/* index of the bridge above it, -1 on a root bus */
+};
+
+/* Flatten query-pci's "return" (functions nested below the bridges whose
+ * secondary bus the guest numbered) depth-first into out[]; the count, or
+ * -1 when it is not a query-pci answer or out is too small. */
+int hp_pci_flatten(struct json_object *query_pci, struct hp_pcidev *out, int max);
+/* Index of the function with QEMU id qdev, -1 if none. */
+int hp_pci_find(const struct hp_pcidev *d, int n, const char *qdev);
+/* Index of the function on a root bus above entry i (i itself when it is
+ * on one), -1 for a bad index. */
+int hp_pci_root(const struct hp_pcidev *d, int n, int i);
+/* "BB:DD.F" */
+void hp_bdf(int bus, int dev, int fn, char *buf, size_t len);
+
 /* ---- command line (args.c) -------------------------------------------- */
 enum hp_cmd { HP_CMD_NONE, HP_CMD_STATUS, HP_CMD_REMOVE, HP_CMD_ADD, HP_CMD_SWAP, HP_CMD_STORM, HP_CMD_AER };
 #define HP_CMD_FIRST HP_CMD_STATUS
@@ -278,16 +299,26 @@ struct hp_drive {
 struct hp_port {
 	char id[64];		/* pci.N */
 	char path[160];		/* /machine/peripheral/pci.N */
-	int dev, fn;		/* on pcie.0 */
+	int bus, dev, fn;	/* where the guest enumerated it: bus 0 for a root
+				 * port, the switch's internal bus for a
+				 * downstream port */
+	char addr[16];		/* "BB:DD.F" */
+	bool downstream;	/* a switch's downstream port (a JBOF slot) */
+	char root_port[64];	/* downstream port: id of the root port above */
+	int root_slot;		/* ... and its slot number; -1 for a root port */
 	int slot, chassis;
-	int secondary;		/* secondary bus number the guest programmed */
+	int secondary, subordinate;	/* bus range the guest programmed below it */
 	int exp;		/* PCIe capability offset, 0 unknown */
 	bool regs;		/* the registers below were read */
 	uint16_t lnksta, sltctl, sltsta;
 	uint32_t sltcap;
 	int ndrives;		/* devices on the port's secondary bus */
-	struct hp_drive drive;	/* the first of them */
+	struct hp_drive drive;	/* the first of them (a switch's upstream port
+				 * in a root port that holds a JBOF) */
 };
+
+/* Does the port hold a switch (a JBOF) rather than an endpoint? */
+bool hp_port_holds_switch(const struct hp_port *p);
 
 struct hp_topo {
 	struct hp_port *ports;
@@ -312,7 +343,7 @@ void hp_port_line(const struct hp_port *p, char *buf, size_t len);
 /* Config cycles through 0xCF8/0xCFC; only while the VM is stopped. */
 int hp_cf8_save(struct hp_ctx *h, uint32_t *saved, char *err, size_t errlen);
 int hp_cf8_set(struct hp_ctx *h, uint32_t addr, char *err, size_t errlen);
-int hp_cfg_read32(struct hp_ctx *h, int dev, int fn, int reg, uint32_t *val, char *err, size_t errlen);
+int hp_cfg_read32(struct hp_ctx *h, int bus, int dev, int fn, int reg, uint32_t *val, char *err, size_t errlen);
 int hp_cfg_read32_here(struct hp_ctx *h, uint32_t *val, char *err, size_t errlen);
 int hp_cfg_write16(struct hp_ctx *h, int reg, uint16_t val, char *err, size_t errlen);
 

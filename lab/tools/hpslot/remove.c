@@ -76,7 +76,7 @@ static int pause_end(struct hp_ctx *h, struct pause *ps, char *err, size_t len)
 static int slot_read(struct hp_ctx *h, struct hp_port *p, uint16_t *ctl, uint16_t *sta, char *err, size_t len)
 {
 	uint32_t v;
-	if (hp_cfg_read32(h, p->dev, p->fn, p->exp + EXP_SLTCTL, &v, err, len))
+	if (hp_cfg_read32(h, p->bus, p->dev, p->fn, p->exp + EXP_SLTCTL, &v, err, len))
 		return -1;
 	*ctl = (uint16_t)v;
 	*sta = (uint16_t)(v >> 16);
@@ -91,7 +91,7 @@ static int slot_write_here(struct hp_ctx *h, struct hp_port *p, uint16_t val, ch
 
 static int slot_write(struct hp_ctx *h, struct hp_port *p, uint16_t val, char *err, size_t len)
 {
-	if (hp_cf8_set(h, hp_cf8_address(0, p->dev, p->fn, p->exp + EXP_SLTCTL), err, len))
+	if (hp_cf8_set(h, hp_cf8_address(p->bus, p->dev, p->fn, p->exp + EXP_SLTCTL), err, len))
 		return -1;
 	return slot_write_here(h, p, val, err, len);
 }
@@ -161,11 +161,9 @@ static long long event_ts_ns(struct hp_ctx *h, const char *name, const char *dev
 static struct json_object *slot_base(const struct hp_port *p)
 {
 	struct json_object *s = json_object_new_object();
-	char b[32];
 	json_object_object_add(s, "slot", json_object_new_int(p->slot));
 	json_object_object_add(s, "port", json_object_new_string(p->id));
-	snprintf(b, sizeof(b), "00:%02x.%d", p->dev, p->fn);
-	json_object_object_add(s, "address", json_object_new_string(b));
+	json_object_object_add(s, "address", json_object_new_string(p->addr));
 	json_object_object_add(s, "device", json_object_new_string(dev_ref(p)));
 	json_object_object_add(s, "serial", p->drive.serial[0] ? json_object_new_string(p->drive.serial) : NULL);
 	json_object_object_add(s, "node", p->drive.node[0] ? json_object_new_string(p->drive.node) : NULL);
@@ -232,6 +230,37 @@ struct yank {
 	bool qemu;	/* pulled by QEMU's surprise device_del, not config cycles */
 	char err[512];
 };
+
+/* A whole JBOF yanked at its root port: QEMU must have deleted the switch's
+ * downstream ports and every drive in them with it. Adds "switch" and
+ * "below" (each downstream port: its slot, drive, gone) to the slot's
+ * record; returns how many are still there. */
+static int switch_gone(struct hp_ctx *h, struct hp_topo *t, const struct hp_port *p, struct json_object *j)
+{
+	struct json_object *below = json_object_new_array();
+	int left = 0;
+
+	json_object_object_add(j, "switch", json_object_new_string(dev_ref(p)));
+	for (int i = 0; i < t->nports; i++) {
+		const struct hp_port *q = &t->ports[i];
+		if (!q->downstream || strcmp(q->root_port, p->id))
+			continue;
+		struct json_object *b = json_object_new_object();
+		int port_there = hp_device_present(h, q->path);
+		int drive_there = q->ndrives ? hp_device_present(h, q->drive.path) : 0;
+		bool gone = port_there == 0 && drive_there == 0;
+		json_object_object_add(b, "slot", json_object_new_int(q->slot));
+		json_object_object_add(b, "port", json_object_new_string(q->id));
+		json_object_object_add(b, "device", q->ndrives ? json_object_new_string(dev_ref(q)) : NULL);
+		json_object_object_add(b, "serial", q->drive.serial[0] ? json_object_new_string(q->drive.serial) : NULL);
+		json_object_object_add(b, "gone", json_object_new_boolean(gone));
+		json_object_array_add(below, b);
+		left += !gone;
+	}
+	json_object_object_add(j, "below", below);
+	json_object_object_add(j, "below_left", json_object_new_int(left));
+	return left;
+}
 
 static int surprise(struct hp_args *a, struct hp_out *o, struct hp_ctx *h, struct hp_topo *t,
 		    struct hp_port **ports)
@@ -405,10 +434,13 @@ static int surprise(struct hp_args *a, struct hp_out *o, struct hp_ctx *h, struc
 				break;
 		json_object_object_add(j, "device_deleted_ns", ev > 0 ? json_object_new_int64(ev) : NULL);
 		set_str(j, "leftover", leftover);
+		int below_left = hp_port_holds_switch(p) ? switch_gone(h, t, p, j) : 0;
 		bool unplugged = s->read_after && !(s->sta1 & SLTSTA_PDS);
 		json_object_object_add(j, "unplugged", json_object_new_boolean(unplugged));
 		const char *result;
-		if (present == 0 && s->yanked && s->restored)
+		if (below_left > 0)
+			result = "failed";
+		else if (present == 0 && s->yanked && s->restored)
 			result = "removed";
 		else if (present == 0)
 			result = "removed-with-errors";

@@ -29,5 +29,6 @@ void test_text(void);
 void test_serials(void);
 void test_args(void);
 void test_storm(void);
+void test_pcitree(void);
 
 #endif

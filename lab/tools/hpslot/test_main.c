@@ -10,6 +10,7 @@ int main(void)
 	test_serials();
 	test_args();
 	test_storm();
+	test_pcitree();
 	printf("%d passed, %d failed\n", t_passed, t_failed);
 	return t_failed ? 1 : 0;
 }

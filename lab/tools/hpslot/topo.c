@@ -10,8 +10,10 @@
 
 static bool is_port_type(const char *type)
 {
-	/* "child<pcie-root-port>"; ioh3420 is the other root port model */
-	return !strcmp(type, "child<pcie-root-port>") || !strcmp(type, "child<ioh3420>");
+	/* "child<pcie-root-port>"; ioh3420 is the other root port model;
+	 * xio3130-downstream is a switch's downstream port (a JBOF slot) */
+	return !strcmp(type, "child<pcie-root-port>") || !strcmp(type, "child<ioh3420>") ||
+	       !strcmp(type, "child<xio3130-downstream>");
 }
 
 static int qom_get(struct hp_ctx *h, const char *path, const char *prop, struct json_object **ret,
@@ -64,51 +66,28 @@ bool hp_peripheral_exists(struct hp_ctx *h, const char *id)
 	return found;
 }
 
-struct pciinfo {
-	char qdev[64];
-	int dev, fn, secondary;
-	uint32_t ids;		/* vendor | device << 16 */
-};
+#define HP_MAX_PCI 1024
 
-static int load_pci(struct hp_ctx *h, struct pciinfo **out, int *n, uint32_t *hostbridge_ids,
+static int load_pci(struct hp_ctx *h, struct hp_pcidev **out, int *n, uint32_t *hostbridge_ids,
 		    char *err, size_t errlen)
 {
-	struct json_object *r, *bus0 = NULL, *devs, *x;
+	struct json_object *r;
 
 	*out = NULL;
 	*n = 0;
 	*hostbridge_ids = 0;
 	if (hp_qmp(h, "query-pci", NULL, &r, err, errlen))
 		return -1;
-	for (size_t i = 0; i < json_object_array_length(r); i++) {
-		struct json_object *b = json_object_array_get_idx(r, i);
-		if (jint(b, "bus", -1) == 0)
-			bus0 = b;
-	}
-	if (!bus0 || !json_object_object_get_ex(bus0, "devices", &devs)) {
-		json_object_put(r);
-		snprintf(err, errlen, "query-pci: no bus 0");
+	*out = calloc(HP_MAX_PCI, sizeof(**out));
+	*n = hp_pci_flatten(r, *out, HP_MAX_PCI);
+	json_object_put(r);
+	if (*n < 0) {
+		snprintf(err, errlen, "query-pci: unexpected answer (or more than %d functions)", HP_MAX_PCI);
 		return -1;
 	}
-	size_t nd = json_object_array_length(devs);
-	*out = calloc(nd ? nd : 1, sizeof(**out));
-	for (size_t i = 0; i < nd; i++) {
-		struct json_object *d = json_object_array_get_idx(devs, i);
-		struct pciinfo *p = &(*out)[*n];
-		const char *q = jstr(d, "qdev_id");
-		snprintf(p->qdev, sizeof(p->qdev), "%s", q ? q : "");
-		p->dev = (int)jint(d, "slot", -1);
-		p->fn = (int)jint(d, "function", -1);
-		if (json_object_object_get_ex(d, "id", &x))
-			p->ids = (uint32_t)jint(x, "vendor", 0) | (uint32_t)jint(x, "device", 0) << 16;
-		p->secondary = -1;
-		if (json_object_object_get_ex(d, "pci_bridge", &x) && json_object_object_get_ex(x, "bus", &x))
-			p->secondary = (int)jint(x, "secondary", -1);
-		if (p->dev == 0 && p->fn == 0)
-			*hostbridge_ids = p->ids;
-		(*n)++;
-	}
-	json_object_put(r);
+	for (int i = 0; i < *n; i++)
+		if ((*out)[i].bus == 0 && (*out)[i].dev == 0 && (*out)[i].fn == 0)
+			*hostbridge_ids = (*out)[i].ids;
 	return 0;
 }
 
@@ -248,7 +227,7 @@ static int port_read_ecam(struct hp_ctx *h, struct hp_topo *t, struct hp_port *p
 	uint32_t w[64];
 	uint8_t cfg[256];
 
-	if (ecam_read(h, t->ecam_base + hp_ecam_offset(0, p->dev, p->fn, 0), w, 64, err, errlen))
+	if (ecam_read(h, t->ecam_base + hp_ecam_offset(p->bus, p->dev, p->fn, 0), w, 64, err, errlen))
 		return -1;
 	for (int i = 0; i < 64; i++) {
 		cfg[4 * i] = (uint8_t)w[i];
@@ -262,7 +241,7 @@ static int port_read_ecam(struct hp_ctx *h, struct hp_topo *t, struct hp_port *p
 	}
 	decode_regs(p, cfg);
 	if (!p->regs) {
-		snprintf(err, errlen, "%s (00:%02x.%d) has no PCI Express capability", p->id, p->dev, p->fn);
+		snprintf(err, errlen, "%s (%s) has no PCI Express capability", p->id, p->addr);
 		return -1;
 	}
 	return 0;
@@ -302,9 +281,9 @@ int hp_cf8_set(struct hp_ctx *h, uint32_t addr, char *err, size_t errlen)
 	return hmp_silent(h, err, errlen, "o 0xcf8", out);
 }
 
-int hp_cfg_read32(struct hp_ctx *h, int dev, int fn, int reg, uint32_t *val, char *err, size_t errlen)
+int hp_cfg_read32(struct hp_ctx *h, int bus, int dev, int fn, int reg, uint32_t *val, char *err, size_t errlen)
 {
-	if (hp_cf8_set(h, hp_cf8_address(0, dev, fn, reg), err, errlen))
+	if (hp_cf8_set(h, hp_cf8_address(bus, dev, fn, reg), err, errlen))
 		return -1;
 	return hp_cfg_read32_here(h, val, err, errlen);
 }
@@ -337,14 +316,14 @@ static int port_read_cf8(struct hp_ctx *h, struct hp_port *p, char *err, size_t 
 	uint32_t v;
 	int pos, ttl = 48;
 
-	if (hp_cfg_read32(h, p->dev, p->fn, 0x04, &v, err, errlen))
+	if (hp_cfg_read32(h, p->bus, p->dev, p->fn, 0x04, &v, err, errlen))
 		return -1;
 	if (!((v >> 16) & PCI_STATUS_CAP_LIST))
 		goto nocap;
-	if (hp_cfg_read32(h, p->dev, p->fn, PCI_CAPABILITY_LIST, &v, err, errlen))
+	if (hp_cfg_read32(h, p->bus, p->dev, p->fn, PCI_CAPABILITY_LIST, &v, err, errlen))
 		return -1;
 	for (pos = v & 0xfc; pos >= 0x40 && ttl-- > 0; pos = (v >> 8) & 0xfc) {
-		if (hp_cfg_read32(h, p->dev, p->fn, pos, &v, err, errlen))
+		if (hp_cfg_read32(h, p->bus, p->dev, p->fn, pos, &v, err, errlen))
 			return -1;
 		if ((v & 0xff) == PCI_CAP_ID_EXP)
 			break;
@@ -352,19 +331,19 @@ static int port_read_cf8(struct hp_ctx *h, struct hp_port *p, char *err, size_t 
 	if (pos < 0x40 || ttl <= 0)
 		goto nocap;
 	p->exp = pos;
-	if (hp_cfg_read32(h, p->dev, p->fn, pos + 0x10, &v, err, errlen))
+	if (hp_cfg_read32(h, p->bus, p->dev, p->fn, pos + 0x10, &v, err, errlen))
 		return -1;
 	p->lnksta = (uint16_t)(v >> 16);
-	if (hp_cfg_read32(h, p->dev, p->fn, pos + EXP_SLTCAP, &p->sltcap, err, errlen))
+	if (hp_cfg_read32(h, p->bus, p->dev, p->fn, pos + EXP_SLTCAP, &p->sltcap, err, errlen))
 		return -1;
-	if (hp_cfg_read32(h, p->dev, p->fn, pos + EXP_SLTCTL, &v, err, errlen))
+	if (hp_cfg_read32(h, p->bus, p->dev, p->fn, pos + EXP_SLTCTL, &v, err, errlen))
 		return -1;
 	p->sltctl = (uint16_t)v;
 	p->sltsta = (uint16_t)(v >> 16);
 	p->regs = true;
 	return 0;
 nocap:
-	snprintf(err, errlen, "%s (00:%02x.%d) has no PCI Express capability", p->id, p->dev, p->fn);
+	snprintf(err, errlen, "%s (%s) has no PCI Express capability", p->id, p->addr);
 	return -1;
 }
 
@@ -423,6 +402,8 @@ int hp_port_read_regs(struct hp_ctx *h, struct hp_topo *t, struct hp_port *p, ch
 static int cmp_port(const void *a, const void *b)
 {
 	const struct hp_port *x = a, *y = b;
+	if (x->bus != y->bus)
+		return x->bus - y->bus;
 	if (x->dev != y->dev)
 		return x->dev - y->dev;
 	return x->fn - y->fn;
@@ -431,7 +412,7 @@ static int cmp_port(const void *a, const void *b)
 int hp_topo_load(struct hp_ctx *h, struct hp_topo *t, bool regs, char *err, size_t errlen)
 {
 	struct json_object *list = NULL, *anon = NULL, *v;
-	struct pciinfo *pci = NULL;
+	struct hp_pcidev *pci = NULL;
 	int npci = 0;
 	uint32_t hb_ids;
 	size_t used = 0;
@@ -454,19 +435,26 @@ int hp_topo_load(struct hp_ctx *h, struct hp_topo *t, bool regs, char *err, size
 		struct hp_port *p = &t->ports[t->nports++];
 		snprintf(p->id, sizeof(p->id), "%s", name);
 		snprintf(p->path, sizeof(p->path), PERIPH "/%s", name);
-		p->slot = p->chassis = p->dev = p->fn = p->secondary = -1;
+		p->slot = p->chassis = p->bus = p->dev = p->fn = p->secondary = p->subordinate = -1;
+		p->root_slot = -1;
+		p->downstream = !strcmp(type, "child<xio3130-downstream>");
 	}
 	if (load_pci(h, &pci, &npci, &hb_ids, err, errlen))
 		goto fail;
 	for (int i = 0; i < t->nports; i++) {
 		struct hp_port *p = &t->ports[i];
-		for (int k = 0; k < npci; k++) {
-			if (!strcmp(pci[k].qdev, p->id)) {
-				p->dev = pci[k].dev;
-				p->fn = pci[k].fn;
-				p->secondary = pci[k].secondary;
-			}
+		int k = hp_pci_find(pci, npci, p->id);
+		if (k >= 0) {
+			p->bus = pci[k].bus;
+			p->dev = pci[k].dev;
+			p->fn = pci[k].fn;
+			p->secondary = pci[k].secondary;
+			p->subordinate = pci[k].subordinate;
+			int r = hp_pci_root(pci, npci, k);
+			if (r >= 0 && r != k)
+				snprintf(p->root_port, sizeof(p->root_port), "%s", pci[r].qdev);
 		}
+		hp_bdf(p->bus, p->dev, p->fn, p->addr, sizeof(p->addr));
 		if (!qom_get(h, p->path, "slot", &v, err, errlen)) {
 			p->slot = json_object_get_int(v);
 			json_object_put(v);
@@ -476,13 +464,21 @@ int hp_topo_load(struct hp_ctx *h, struct hp_topo *t, bool regs, char *err, size
 			json_object_put(v);
 		}
 	}
-	/* only ports on pcie.0 are usable (config cycles address bus 0) */
+	/* only ports the guest enumerated are usable: config cycles need the
+	 * bus number it gave them (a switch's ports have none before the
+	 * firmware ran, nor once their JBOF is gone) */
 	int k = 0;
 	for (int i = 0; i < t->nports; i++)
 		if (t->ports[i].dev >= 0)
 			t->ports[k++] = t->ports[i];
 	t->nports = k;
 	qsort(t->ports, (size_t)t->nports, sizeof(*t->ports), cmp_port);
+	for (int i = 0; i < t->nports; i++) {
+		struct hp_port *p = &t->ports[i];
+		for (int j = 0; j < t->nports && p->root_port[0]; j++)
+			if (!strcmp(t->ports[j].id, p->root_port))
+				p->root_slot = t->ports[j].slot;
+	}
 
 	load_occupants(h, t, list, PERIPH);
 	if (!qom_list(h, PERIPH_ANON, &anon, err, errlen)) {
@@ -495,10 +491,8 @@ int hp_topo_load(struct hp_ctx *h, struct hp_topo *t, bool regs, char *err, size
 		setup_ecam(h, t, hb_ids);
 		if (t->ecam) {
 			for (int i = 0; i < t->nports; i++) {
-				uint32_t ids = 0;
-				for (int j = 0; j < npci; j++)
-					if (!strcmp(pci[j].qdev, t->ports[i].id))
-						ids = pci[j].ids;
+				int j = hp_pci_find(pci, npci, t->ports[i].id);
+				uint32_t ids = j >= 0 ? pci[j].ids : 0;
 				if (port_read_ecam(h, t, &t->ports[i], ids, err, errlen))
 					goto fail;
 			}
@@ -547,6 +541,11 @@ struct json_object *hp_num(double v, int decimals)
 	return json_object_new_double_s(v, b);
 }
 
+bool hp_port_holds_switch(const struct hp_port *p)
+{
+	return p->ndrives && !strcmp(p->drive.driver, "x3130-upstream");
+}
+
 struct json_object *hp_port_json(const struct hp_port *p)
 {
 	struct json_object *o = json_object_new_object();
@@ -554,10 +553,17 @@ struct json_object *hp_port_json(const struct hp_port *p)
 
 	json_object_object_add(o, "slot", json_object_new_int(p->slot));
 	json_object_object_add(o, "port", json_object_new_string(p->id));
-	snprintf(b, sizeof(b), "00:%02x.%d", p->dev, p->fn);
-	json_object_object_add(o, "address", json_object_new_string(b));
+	json_object_object_add(o, "address", json_object_new_string(p->addr));
 	json_object_object_add(o, "chassis", json_object_new_int(p->chassis));
 	json_object_object_add(o, "secondary_bus", json_object_new_int(p->secondary));
+	json_object_object_add(o, "subordinate_bus", json_object_new_int(p->subordinate));
+	json_object_object_add(o, "kind", json_object_new_string(p->downstream ? "switch-downstream-port" :
+								 "root-port"));
+	if (p->downstream) {
+		json_object_object_add(o, "root_port", json_object_new_string(p->root_port));
+		json_object_object_add(o, "root_slot", json_object_new_int(p->root_slot));
+	}
+	json_object_object_add(o, "holds_switch", json_object_new_boolean(hp_port_holds_switch(p)));
 	if (p->regs) {
 		snprintf(b, sizeof(b), "0x%02x", p->exp);
 		json_object_object_add(o, "exp_cap", json_object_new_string(b));
@@ -613,5 +619,5 @@ void hp_port_line(const struct hp_port *p, char *buf, size_t len)
 			 d->node[0] ? d->node : "-", d->file[0] ? " file=" : "", d->file,
 			 p->ndrives > 1 ? " +more" : "");
 	}
-	snprintf(buf, len, "slot %-4d %-7s 00:%02x.%d  %s  %s", p->slot, p->id, p->dev, p->fn, regs, drive);
+	snprintf(buf, len, "slot %-4d %-7s %s  %s  %s", p->slot, p->id, p->addr, regs, drive);
 }

@@ -15,7 +15,11 @@
  * of the yank: (a) handled by pciehp, (b) marked disconnected, (c) nvme
  * unbound, (d) pci_dev removed, (e) block device gone, and when fio saw
  * its error. Events are attributed to slots by the pciehp IRQ thread they
- * ran in (irq/<N>-pciehp), by interrupt number, or by device name.
+ * ran in (irq/<N>-pciehp), by interrupt number, or by device name; an
+ * nvme unbind by the device whose driver the thread is releasing. A slot
+ * below a switch (a JBOF's downstream port) also takes the interrupt,
+ * IRQ thread and tracepoints of the hotplug port above it (the JBOF's
+ * root port), which handle it when the whole JBOF is yanked.
  * With --expect-kept (an error injected at the slots' ports, not a removal)
  * collect instead watches the named slots for S seconds and checks that
  * they kept their drive, were not torn down, and that their fio jobs went
@@ -64,6 +68,9 @@ static const struct {
 	{ "lp_rec", "pcie_do_recovery state=%si:u32", 'p', false },
 	{ "lp_rec_ret", "pcie_do_recovery ret=$retval:u32", 'r', false },
 	{ "lp_reset", "pciehp_reset_slot probe=%si:s32", 'p', false },
+	/* the device whose driver a thread releases: attributes nvme_remove
+	 * when one IRQ thread tears down a whole JBOF */
+	{ "lp_unbind", "device_release_driver_internal name=+0(+0(%di)):string", 'p', false },
 };
 #define NPROBES (sizeof(probes) / sizeof(probes[0]))
 
@@ -115,6 +122,12 @@ struct slot {
 	char port[32];
 	int irqs[8];
 	int nirqs;
+	/* the hotplug port above the slot's port (a JBOF's root port), its
+	 * slot name and interrupts; "" and 0 when there is none */
+	char above[32];
+	char above_slot[16];
+	int above_irqs[8];
+	int nabove;
 	char ctrls[4][32];
 	int nctrls;
 	char nss[8][32];
@@ -161,8 +174,17 @@ static void snapshot(struct slot *s, const char *name)
 	memset(s, 0, sizeof(*s));
 	scopy(s->name, sizeof(s->name), name);
 	s->bus = slot_bus(name);
-	if (s->bus >= 0 && slot_port(s->bus, s->port, sizeof(s->port)))
+	if (s->bus >= 0 && slot_port(s->bus, s->port, sizeof(s->port))) {
+		char sec[32];
+
 		s->nirqs = port_irqs(s->port, s->irqs, 8);
+		if (port_hotplug_parent(s->port, s->above, sizeof(s->above))) {
+			s->nabove = port_irqs(s->above, s->above_irqs, 8);
+			if (read_linef(sec, sizeof(sec), "/sys/bus/pci/devices/%s/secondary_bus_number",
+				       s->above) == 0)
+				bus_slot_name(atoi(sec), s->above_slot, sizeof(s->above_slot));
+		}
+	}
 	if (s->bus >= 0)
 		s->nctrls = bus_ctrls(s->bus, s->ctrls, 4);
 	for (int c = 0; c < s->nctrls; c++)
@@ -184,6 +206,14 @@ static struct json_object *slot_json(const struct slot *s)
 	for (int i = 0; i < s->nirqs; i++)
 		json_object_array_add(a, json_object_new_int(s->irqs[i]));
 	json_object_object_add(o, "irqs", a);
+	if (s->above[0]) {
+		json_object_object_add(o, "above_port", json_object_new_string(s->above));
+		json_object_object_add(o, "above_slot", json_object_new_string(s->above_slot));
+		a = json_object_new_array();
+		for (int i = 0; i < s->nabove; i++)
+			json_object_array_add(a, json_object_new_int(s->above_irqs[i]));
+		json_object_object_add(o, "above_irqs", a);
+	}
 	a = json_object_new_array();
 	for (int i = 0; i < s->nctrls; i++)
 		json_object_array_add(a, json_object_new_string(s->ctrls[i]));
@@ -214,6 +244,14 @@ static int slot_from_json(struct json_object *o, struct slot *s)
 	json_object_object_get_ex(o, "irqs", &a);
 	for (size_t i = 0; a && i < json_object_array_length(a) && i < 8; i++)
 		s->irqs[s->nirqs++] = json_object_get_int(json_object_array_get_idx(a, i));
+	if (json_object_object_get_ex(o, "above_port", &v))
+		scopy(s->above, sizeof(s->above), json_object_get_string(v));
+	if (json_object_object_get_ex(o, "above_slot", &v))
+		scopy(s->above_slot, sizeof(s->above_slot), json_object_get_string(v));
+	a = NULL;
+	json_object_object_get_ex(o, "above_irqs", &a);
+	for (size_t i = 0; a && i < json_object_array_length(a) && i < 8; i++)
+		s->above_irqs[s->nabove++] = json_object_get_int(json_object_array_get_idx(a, i));
 	json_object_object_get_ex(o, "ctrls", &a);
 	for (size_t i = 0; a && i < json_object_array_length(a) && i < 4; i++)
 		scopy(s->ctrls[s->nctrls++], 32, json_object_get_string(json_object_array_get_idx(a, i)));
@@ -440,13 +478,37 @@ int cmd_arm(int argc, char **argv, struct json_object *out)
 
 /* ---- collect ---- */
 
-static int slot_by_irq(struct slot *slots, int n, int irq)
+/* Is `irq` the slot's own port's (own) or that of the hotplug port above it? */
+static bool slot_irq(const struct slot *s, int irq, bool own_only)
 {
-	for (int i = 0; i < n; i++)
-		for (int j = 0; j < slots[i].nirqs; j++)
-			if (slots[i].irqs[j] == irq)
-				return i;
-	return -1;
+	for (int j = 0; j < s->nirqs; j++)
+		if (s->irqs[j] == irq)
+			return true;
+	for (int j = 0; !own_only && j < s->nabove; j++)
+		if (s->above_irqs[j] == irq)
+			return true;
+	return false;
+}
+
+/* phase k of every slot that irq (own or above) serves, at ts */
+static void set_by_irq(struct slot *slots, int n, int irq, int k, double ts);
+
+/* which slot's device each thread is releasing the driver of (lp_unbind) */
+static struct {
+	int pid, slot;
+} unbinding[MAXS];
+static int nunbinding;
+
+static int *unbinding_slot(int pid)
+{
+	for (int i = 0; i < nunbinding; i++)
+		if (unbinding[i].pid == pid)
+			return &unbinding[i].slot;
+	if (nunbinding == MAXS)
+		return NULL;
+	unbinding[nunbinding].pid = pid;
+	unbinding[nunbinding].slot = -1;
+	return &unbinding[nunbinding++].slot;
 }
 
 static int slot_by_devname(struct slot *slots, int n, const char *name)
@@ -472,13 +534,20 @@ static void set_first(double *t, double v)
 		*t = v;
 }
 
+static void set_by_irq(struct slot *slots, int n, int irq, int k, double ts)
+{
+	for (int i = 0; i < n; i++)
+		if (slot_irq(&slots[i], irq, false))
+			set_first(&slots[i].t[k], ts);
+}
+
 /* One trace line: "  comm-pid  [cpu] flags  ts: event: (...) args" */
 static void parse_trace_line(char *line, struct slot *slots, int n, double armed)
 {
 	char *br = strstr(line, " ["), *close, *dash, *ev, *colon;
 	char comm[64], event[64];
 	double ts;
-	int irq_thread = -1, s = -1;
+	int irq_thread = -1, s = -1, pid;
 
 	if (!br || line[0] == '#')
 		return;
@@ -489,6 +558,7 @@ static void parse_trace_line(char *line, struct slot *slots, int n, double armed
 	if (!dash)
 		return;
 	*dash = '\0';
+	pid = atoi(dash + 1);
 	scopy(comm, sizeof(comm), line);
 	close = strchr(br + 1, ']');
 	if (!close || sscanf(close + 1, " %*s %lf: %63[^:]:", &ts, event) != 2)
@@ -497,8 +567,7 @@ static void parse_trace_line(char *line, struct slot *slots, int n, double armed
 		return;
 	ev = strstr(close + 1, event);
 	colon = ev ? strchr(ev, ':') : NULL;
-	if (sscanf(comm, "irq/%d-pciehp", &irq_thread) == 1)
-		s = slot_by_irq(slots, n, irq_thread);
+	sscanf(comm, "irq/%d-pciehp", &irq_thread);
 
 	if (!strncmp(event, "pciehp_", 7)) {
 		char *a = colon ? strstr(colon, "slot=") : NULL, name[32];
@@ -509,7 +578,7 @@ static void parse_trace_line(char *line, struct slot *slots, int n, double armed
 		if (!strcmp(event, "pciehp_slot_event") && !strstr(colon, "PDC") && !strstr(colon, "DLLSC"))
 			return;
 		for (int i = 0; i < n; i++)
-			if (!strcmp(slots[i].name, name))
+			if (!strcmp(slots[i].name, name) || !strcmp(slots[i].above_slot, name))
 				for (int k = 0; k < TP_N; k++)
 					if (!strcmp(event, tps[k].event))
 						set_first(&slots[i].tp[k], ts);
@@ -543,21 +612,33 @@ static void parse_trace_line(char *line, struct slot *slots, int n, double armed
 	if (!strcmp(event, "lp_isr")) {
 		char *a = colon ? strstr(colon, "irq=") : NULL;
 
-		s = a ? slot_by_irq(slots, n, atoi(a + 4)) : -1;
-		if (s >= 0)
-			set_first(&slots[s].t[T_ISR], ts);
-	} else if (s >= 0 && !strcmp(event, "lp_change")) {
-		set_first(&slots[s].t[T_HANDLED], ts);
-	} else if (s >= 0 && !strcmp(event, "lp_disc")) {
-		set_first(&slots[s].t[T_DISC], ts);
-	} else if (s >= 0 && !strcmp(event, "lp_unconf")) {
+		if (a)
+			set_by_irq(slots, n, atoi(a + 4), T_ISR, ts);
+	} else if (!strcmp(event, "lp_unbind")) {
+		char *a = colon ? strstr(colon, "name=\"") : NULL, name[64];
+		int *cur = unbinding_slot(pid);
+
+		if (cur && a && sscanf(a + 6, "%63[^\"]", name) == 1)
+			*cur = strlen(name) == 12 ? slot_by_devname(slots, n, name) : -1;
+	} else if (irq_thread >= 0 && !strcmp(event, "lp_change")) {
+		set_by_irq(slots, n, irq_thread, T_HANDLED, ts);
+	} else if (irq_thread >= 0 && !strcmp(event, "lp_disc")) {
+		set_by_irq(slots, n, irq_thread, T_DISC, ts);
+	} else if (irq_thread >= 0 && !strcmp(event, "lp_unconf")) {
 		/* marking happens first thing in pciehp_unconfigure_device; used
 		 * when pci_dev_set_disconnected cannot be probed (it has several static copies) */
-		set_first(&slots[s].t[8], ts);
-	} else if (s >= 0 && !strcmp(event, "lp_nvrm")) {
-		set_first(&slots[s].t[T_UNBIND], ts);
-	} else if (s >= 0 && !strcmp(event, "lp_nvrm_ret")) {
-		set_first(&slots[s].t[T_UNBOUND], ts);
+		set_by_irq(slots, n, irq_thread, 8, ts);
+	} else if (!strcmp(event, "lp_nvrm") || !strcmp(event, "lp_nvrm_ret")) {
+		int *cur = unbinding_slot(pid);
+
+		/* the device the thread is unbinding; else the slot whose own
+		 * IRQ thread this is */
+		s = cur ? *cur : -1;
+		for (int i = 0; s < 0 && irq_thread >= 0 && i < n; i++)
+			if (slot_irq(&slots[i], irq_thread, true))
+				s = i;
+		if (s >= 0)
+			set_first(&slots[s].t[event[7] ? T_UNBOUND : T_UNBIND], ts);
 	} else if (!strcmp(event, "lp_del")) {
 		char *a = colon ? strstr(colon, "name=\"") : NULL, name[64];
 		int d;
@@ -796,6 +877,7 @@ int cmd_collect(int argc, char **argv, struct json_object *out)
 
 	/* 4. the trace */
 	writef(INSTANCE "/tracing_on", "0");
+	nunbinding = 0;
 	f = fopen(INSTANCE "/trace", "r");
 	while (f && getline(&line, &cap, f) > 0)
 		parse_trace_line(line, slots, nslots, armed);

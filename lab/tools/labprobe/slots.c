@@ -145,3 +145,50 @@ int parse_list(char *arg, char **items, int max)
 		items[n++] = t;
 	return n;
 }
+
+/* The nearest hotplug port above `port` (a JBOF's root port for a switch's
+ * downstream port): the closest bridge in the device's sysfs path served
+ * by pciehp, as "0000:00:04.0"; false when there is none. */
+bool port_hotplug_parent(const char *port, char *parent, size_t len)
+{
+	char link[300], target[512], *c, *last = NULL;
+	ssize_t n;
+
+	snprintf(link, sizeof(link), "/sys/bus/pci/devices/%s", port);
+	n = readlink(link, target, sizeof(target) - 1);
+	if (n < 0)
+		return false;
+	target[n] = '\0';
+	/* .../pci0000:00/0000:00:04.0/0000:03:00.0/0000:04:01.0: walk up */
+	for (c = strrchr(target, '/'); c; c = strrchr(target, '/')) {
+		*c = '\0';
+		last = strrchr(target, '/');
+		last = last ? last + 1 : target;
+		if (strlen(last) != 12 || last[4] != ':')
+			break;
+		if (path_exists("/sys/bus/pci_express/drivers/pciehp/%s:pcie004", last)) {
+			scopy(parent, len, last);
+			return true;
+		}
+	}
+	return false;
+}
+
+/* The physical slot (/sys/bus/pci/slots/<name>) whose bus is `bus`. */
+bool bus_slot_name(int bus, char *name, size_t len)
+{
+	DIR *d = opendir("/sys/bus/pci/slots");
+	struct dirent *e;
+	bool found = false;
+
+	if (!d)
+		return false;
+	while (!found && (e = readdir(d))) {
+		if (e->d_name[0] != '.' && slot_bus(e->d_name) == bus) {
+			scopy(name, len, e->d_name);
+			found = true;
+		}
+	}
+	closedir(d);
+	return found;
+}
