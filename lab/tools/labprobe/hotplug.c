@@ -175,14 +175,10 @@ static void snapshot(struct slot *s, const char *name)
 	scopy(s->name, sizeof(s->name), name);
 	s->bus = slot_bus(name);
 	if (s->bus >= 0 && slot_port(s->bus, s->port, sizeof(s->port))) {
-		char sec[32];
-
 		s->nirqs = port_irqs(s->port, s->irqs, 8);
 		if (port_hotplug_parent(s->port, s->above, sizeof(s->above))) {
 			s->nabove = port_irqs(s->above, s->above_irqs, 8);
-			if (read_linef(sec, sizeof(sec), "/sys/bus/pci/devices/%s/secondary_bus_number",
-				       s->above) == 0)
-				bus_slot_name(atoi(sec), s->above_slot, sizeof(s->above_slot));
+			bus_slot_name(port_secondary_bus(s->above), s->above_slot, sizeof(s->above_slot));
 		}
 	}
 	if (s->bus >= 0)

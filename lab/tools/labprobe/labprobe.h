@@ -23,6 +23,7 @@ int slot_bus(const char *slot);
 bool slot_port(int bus, char *port, size_t len);
 bool port_hotplug_parent(const char *port, char *parent, size_t len);
 bool bus_slot_name(int bus, char *name, size_t len);
+int port_secondary_bus(const char *port);
 int port_irqs(const char *port, int *irqs, int max);
 int bus_ctrls(int bus, char ctrls[][32], int max);
 int ctrl_namespaces(const char *ctrl, char nss[][32], int max);

@@ -192,3 +192,24 @@ bool bus_slot_name(int bus, char *name, size_t len)
 	closedir(d);
 	return found;
 }
+
+/* The secondary bus of bridge `port`: its pci_bus/0000:BB directory (no
+ * config access, which would runtime-resume a suspended port); -1 if none. */
+int port_secondary_bus(const char *port)
+{
+	char path[300];
+	DIR *d;
+	struct dirent *e;
+	unsigned int dom, bus;
+	int found = -1;
+
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/pci_bus", port);
+	d = opendir(path);
+	if (!d)
+		return -1;
+	while (found < 0 && (e = readdir(d)))
+		if (sscanf(e->d_name, "%x:%x", &dom, &bus) == 2)
+			found = (int)bus;
+	closedir(d);
+	return found;
+}
