@@ -32,26 +32,27 @@ static long long mono_ns(void)
 	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-/* One of the port's memory windows: resource line 14 (non-prefetchable)
- * or 15 (prefetchable). */
-static int port_mem_window(const char *port, int index, unsigned long long *start, unsigned long long *end)
+/* One of the port's memory windows. The resource file has one line a
+ * resource and ends with the four bridge windows (I/O, memory, prefetchable,
+ * unused); where they start depends on the config (CONFIG_PCI_IOV adds six
+ * lines before them), so count from the end: from_end 3 is the memory
+ * window, 2 the prefetchable one. */
+static int port_mem_window(const char *port, int from_end, unsigned long long *start, unsigned long long *end)
 {
-	char path[256], line[256];
+	char path[256], lines[32][128];
 	FILE *f;
-	int i = 0, rc = -1;
+	int n = 0;
 
 	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/resource", port);
 	f = fopen(path, "r");
 	if (!f)
 		return -1;
-	while (fgets(line, sizeof(line), f)) {
-		if (i++ == index) {
-			rc = sscanf(line, "%llx %llx", start, end) == 2 && *start && *end > *start ? 0 : -1;
-			break;
-		}
-	}
+	while (n < 32 && fgets(lines[n], sizeof(lines[n]), f))
+		n++;
 	fclose(f);
-	return rc;
+	if (n < 4)
+		return -1;
+	return sscanf(lines[n - from_end], "%llx %llx", start, end) == 2 && *start && *end > *start ? 0 : -1;
 }
 
 static int read_config(int bus, uint32_t *val, long long *ns, char *err, size_t len)
@@ -146,9 +147,9 @@ int cmd_absent(int argc, char **argv, struct json_object *out)
 
 	/* whichever window the port has: both are forwarded the same way */
 	bool pref = false;
-	if (port_mem_window(port, 14, &ws, &we)) {
+	if (port_mem_window(port, 3, &ws, &we)) {
 		pref = true;
-		if (port_mem_window(port, 15, &ws, &we)) {
+		if (port_mem_window(port, 2, &ws, &we)) {
 			check(&c, false, "mem-window", "port %s has no memory window", port);
 			goto done;
 		}
