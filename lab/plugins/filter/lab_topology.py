@@ -79,6 +79,8 @@ def lab_validate_profile(profile, known_scenarios):
     if variant not in KERNEL_VARIANTS:
         raise AnsibleFilterError(f"profile field lab_kernel_variant={variant!r} is unknown: "
                                  f"use one of {', '.join(KERNEL_VARIANTS)}")
+    variants = _variants(p.get("lab_kernel_variants"), vms) or [variant]
+    variant = variants[0]
     platform = p.get("lab_platform", "stock")
     if platform not in PLATFORMS:
         raise AnsibleFilterError(f"profile field lab_platform={platform!r} is unknown: "
@@ -143,8 +145,8 @@ def lab_validate_profile(profile, known_scenarios):
         raise AnsibleFilterError(f"profile field lab_aer_errors={aer_errors!r} must list QEMU "
                                  f"pcie_aer_inject_error names (COMP_TIME, SDN, ...) or 0xSTATUS values")
     p.update(lab_vms=vms, lab_slots=slots, lab_drives=drives, lab_iterations=iterations,
-             lab_chassis=chassis, lab_kernel_variant=variant, lab_platform=platform,
-             lab_completion_timeout_us=timeout_us,
+             lab_chassis=chassis, lab_kernel_variant=variant, lab_kernel_variants=variants,
+             lab_platform=platform, lab_completion_timeout_us=timeout_us,
              lab_scenarios=scenarios, lab_slot_numbers=numbers, lab_jbofs=jbofs,
              lab_jbof_slots=jbof_slots, lab_jbof_drives=jbof_drives,
              lab_firmware=firmware, lab_firmware_slots=firmware_slots)
@@ -185,6 +187,34 @@ def _firmware(p, numbers):
     if len(set(chosen)) != len(chosen):
         raise AnsibleFilterError(f"profile field lab_firmware_slots={chosen} names a slot twice")
     return firmware, chosen
+
+
+def _variants(value, vms):
+    """lab_kernel_variants: several kernels in one run, VMs take them in
+    turn; empty means the one lab_kernel_variant."""
+    if value in (None, "", []):
+        return []
+    if isinstance(value, str):
+        value = [v.strip() for v in value.split(",") if v.strip()]
+    if not isinstance(value, list):
+        raise AnsibleFilterError(f"profile field lab_kernel_variants={value!r} must be a list "
+                                 f"of kernel variants, e.g. [stock, patched]")
+    unknown = [v for v in value if v not in KERNEL_VARIANTS]
+    if unknown:
+        raise AnsibleFilterError(f"profile field lab_kernel_variants names unknown variant(s) "
+                                 f"{', '.join(map(str, unknown))}: use {', '.join(KERNEL_VARIANTS)}")
+    if len(set(value)) != len(value):
+        raise AnsibleFilterError(f"profile field lab_kernel_variants={value} names a variant twice")
+    if len(value) > vms:
+        raise AnsibleFilterError(f"profile field lab_kernel_variants lists {len(value)} variants "
+                                 f"but lab_vms={vms}: every variant needs at least one VM")
+    return list(value)
+
+
+def lab_vm_variant(profile, vm_index):
+    """The kernel variant of VM vm_index (1-based): the variants in turn."""
+    variants = profile.get("lab_kernel_variants") or [profile["lab_kernel_variant"]]
+    return variants[(int(vm_index) - 1) % len(variants)]
 
 
 def _port_address(index):
@@ -315,4 +345,5 @@ class FilterModule:
             "lab_slot_map": lab_slot_map,
             "lab_jbof_map": lab_jbof_map,
             "lab_acpi_ports": lab_acpi_ports,
+            "lab_vm_variant": lab_vm_variant,
         }
