@@ -30,12 +30,21 @@ def run(cmd, check=False, timeout=None, **kw):
                           check=check, timeout=timeout, **kw)
 
 
-def playbook(*extra, playbook_file="lab.yml", timeout=5400):
-    """Runs ansible-playbook with -e KEY=VALUE or -e JSON arguments."""
+def playbook_cmd(*extra, playbook_file="lab.yml", inventories=()):
+    """The ansible-playbook command line and environment of playbook()."""
     cmd = ["ansible-playbook", playbook_file]
+    for inv in inventories:
+        cmd += ["-i", str(inv)]
     for e in extra:
         cmd += ["-e", e if isinstance(e, str) else json.dumps(e)]
-    env = dict(os.environ, ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1")
+    return cmd, dict(os.environ, ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1")
+
+
+def playbook(*extra, playbook_file="lab.yml", timeout=5400, inventories=()):
+    """Runs ansible-playbook with -e KEY=VALUE or -e JSON arguments (and
+    extra -i inventories, after the repo's own)."""
+    cmd, env = playbook_cmd(*extra, playbook_file=playbook_file,
+                            inventories=("inventory", *inventories) if inventories else ())
     return run(cmd, timeout=timeout, env=env)
 
 

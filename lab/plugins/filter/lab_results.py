@@ -99,6 +99,8 @@ def lab_removal_metrics(reports):
         yank = (rep.get("steps") or {}).get("yank") or {}
         paused.append(yank.get("paused_ms"))
     metrics = {f"{p}_ms": _p50_max(v) for p, v in per_phase.items()}
+    # every drive's figure, for the latency distribution plots (lab-report)
+    metrics["samples_ms"] = {p: [round(x, 3) for x in v if x is not None] for p, v in per_phase.items()}
     # patched kernels: the series' pci_hotplug tracepoints next to the
     # kprobes, and their largest disagreement over all drives and iterations
     tp_phases = ["isr", "handled", "disconnected", "slot_disabled"]
@@ -167,13 +169,16 @@ def lab_disconnect_metrics(passes, sizes, platform):
 
 def lab_apply_expected(records, expected):
     """Marks failed records whose every finding is a known failure of the
-    kernel variant (kernel/expected-failures/<variant>.yml) as 'xfail'."""
+    kernel variant (kernel/expected-failures/<variant>.yml) as 'xfail'.
+    expected: that file's list, or {variant: list} for a run of several
+    variants (each record has its VM's variant)."""
     import re
 
     out = []
     for rec in records:
         rec = dict(rec)
-        entries = [e for e in expected or [] if e.get("scenario") == rec.get("name")]
+        known = expected.get(rec.get("variant"), []) if isinstance(expected, dict) else expected
+        entries = [e for e in known or [] if e.get("scenario") == rec.get("name")]
         findings = rec.get("findings") or []
         if rec.get("status") == "fail" and entries and findings:
             reasons = []

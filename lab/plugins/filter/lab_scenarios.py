@@ -21,11 +21,12 @@ def _tail(text, n=20):
 
 
 def lab_storm_seed(seed, run_id, vm_index):
-    """The storm's seed: the profile's lab_storm_seed when set, else one
-    derived from the run id and the VM's index (so every run and VM differs,
-    and the record says which seed to replay)."""
+    """The storm's seed of one VM: the profile's lab_storm_seed plus the VM's
+    index - 1 when set (VM 1 gets the seed itself), else one derived from
+    the run id and the VM's index; every VM of a run gets its own, and the
+    record says which seed to replay."""
     if seed not in (None, "", "auto"):
-        return int(seed)
+        return int(seed) + int(vm_index) - 1
     digest = hashlib.sha256(f"{run_id}/{vm_index}".encode()).hexdigest()
     return int(digest[:8], 16)
 

@@ -1,0 +1,92 @@
+"""Many VMs in one run: what a VM lost on the way leaves in the results,
+and failures/iterations per scenario and kernel variant over all VMs."""
+
+
+def _where(at):
+    at = at or {}
+    if not at.get("scenario"):
+        return "before its first scenario"
+    if int(at.get("of") or 0) > 0:
+        return f"{at['scenario']} iteration {at['iteration']}/{at['of']}"
+    return str(at["scenario"])
+
+
+def lab_vm_failure(vm, variant, hypervisor, at, watchdog, console_tail, kernel_log):
+    """The failure record of a VM that stopped during the scenarios: where
+    (scenario and iteration it was in), why (the watchdog's reason, or a
+    kernel panic its console shows), and the files that hold the evidence."""
+    watchdog = watchdog or {}
+    panic = [line for line in (console_tail or []) if "Kernel panic" in line or "BUG:" in line
+             or "Oops" in line or "RIP:" in line]
+    reason = watchdog.get("reason") or "Ansible lost the VM (its guest agent stopped answering)"
+    if panic and "panic" not in reason:
+        reason += "; the console shows a kernel panic"
+    return {"vm": vm, "variant": variant, "hypervisor": hypervisor, "where": _where(at),
+            "scenario": (at or {}).get("scenario"), "reason": reason,
+            "detected_at": watchdog.get("detected_at"), "last_ok_at": watchdog.get("last_ok_at"),
+            "console_panic": panic[-20:],
+            "files": {"console": f"{vm}/console.log", "kernel_log": f"{vm}/kernel-log.txt"
+                      if kernel_log else None}}
+
+
+def lab_vm_failure_records(failure, records, scenarios, iterations):
+    """Records for a failed VM: the scenario it was in fails (with a
+    'vm-failed' finding saying where and why), the scenarios it never
+    reached are 'skip'. Scenarios it finished keep their own records."""
+    done = {r["name"] for r in records}
+    out = []
+    reached = False
+    for name in scenarios:
+        if name in done:
+            continue
+        if not reached and (failure.get("scenario") in (None, name)):
+            reached = True
+            out.append({"name": name, "vm": failure["vm"], "variant": failure["variant"], "status": "fail",
+                        "iterations": int(iterations), "failures": 1, "seconds": 0, "metrics": {},
+                        "findings": [{"kind": "vm-failed",
+                                      "line": f"{failure['vm']} failed during {failure['where']}: {failure['reason']}",
+                                      "context": failure.get("console_panic", [])}]})
+        else:
+            out.append({"name": name, "vm": failure["vm"], "variant": failure["variant"], "status": "skip",
+                        "iterations": 0, "failures": 0, "seconds": 0, "metrics": {},
+                        "findings": [], "skipped": f"{failure['vm']} failed earlier ({failure['where']})"})
+    return out
+
+
+def lab_aggregate(records):
+    """failures/iterations per (scenario, kernel variant) over every VM."""
+    groups = {}
+    for r in records:
+        key = (r["name"], r.get("variant", ""))
+        g = groups.setdefault(key, {"scenario": key[0], "variant": key[1], "vms": [], "iterations": 0,
+                                    "failures": 0, "status": {}})
+        g["vms"].append(r["vm"])
+        g["iterations"] += int(r.get("iterations") or 0)
+        g["failures"] += int(r.get("failures") or 0)
+        g["status"][r["status"]] = g["status"].get(r["status"], 0) + 1
+    out = []
+    for g in groups.values():
+        g["failure_rate"] = round(g["failures"] / g["iterations"], 4) if g["iterations"] else None
+        out.append(g)
+    return sorted(out, key=lambda g: (g["scenario"], g["variant"]))
+
+
+def lab_format_aggregate(g):
+    rate = "n/a" if g["failure_rate"] is None else f"{100 * g['failure_rate']:.1f}%"
+    return (f"{g['scenario']} [{g['variant']}]: {g['failures']}/{g['iterations']} failed ({rate}) "
+            f"over {len(g['vms'])} VM(s)")
+
+
+def lab_format_vm_failure(f):
+    return f"FAILED VM {f['vm']} ({f['variant']}) during {f['where']}: {f['reason']}"
+
+
+class FilterModule:
+    def filters(self):
+        return {
+            "lab_vm_failure": lab_vm_failure,
+            "lab_vm_failure_records": lab_vm_failure_records,
+            "lab_aggregate": lab_aggregate,
+            "lab_format_aggregate": lab_format_aggregate,
+            "lab_format_vm_failure": lab_format_vm_failure,
+        }
