@@ -28,7 +28,7 @@ def test_killed_run_then_rerun_converges():
     for vm in vms:
         remove_domain(vm)
     cmd, env = playbook_cmd("lab_name_prefix=" + PREFIX, "lab_run_id=" + RUN_ID, "lab_vms=2", "lab_slots=2",
-                            "lab_drives=1", "lab_keep_vms=true",
+                            "lab_drives=1", "lab_keep_vms=true", "lab_boot_timeout=900",
                             {"lab_scenarios": ["smoke", "storm"], "lab_iterations": 3, "lab_storm_actions": 4})
     proc = subprocess.Popen(cmd, cwd=REPO, env=env, text=True, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, start_new_session=True)
@@ -46,7 +46,7 @@ def test_killed_run_then_rerun_converges():
         assert not (REPO / "results" / RUN_ID / "summary.json").exists()
 
         r = playbook("lab_name_prefix=" + PREFIX, "lab_run_id=" + RUN_ID, "lab_vms=1", "lab_slots=2",
-                     "lab_drives=1", "lab_keep_vms=false", {"lab_scenarios": ["smoke"]})
+                     "lab_drives=1", "lab_keep_vms=false", "lab_boot_timeout=900", {"lab_scenarios": ["smoke"]})
         assert r.returncode == 0, r.stdout[-6000:] + r.stderr[-2000:]
         assert vms[1] not in domains(), "the dead run's second VM is still defined"
         assert not (STATE_DIR / "vms" / vms[1]).exists()

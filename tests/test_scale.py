@@ -93,7 +93,7 @@ def scale_run(ssh_hypervisor):
     victim = vms[2]
     cmd, env = playbook_cmd(
         "lab_name_prefix=" + PREFIX, "lab_run_id=" + RUN_ID, "lab_vms=3", "lab_slots=3", "lab_drives=2",
-        "lab_keep_vms=false",
+        "lab_keep_vms=false", "lab_boot_timeout=900",
         {"lab_scenarios": ["smoke", "storm"], "lab_iterations": 2, "lab_storm_actions": 6,
          "lab_storm_max_gap_ms": 300, "lab_storm_seed": 77},
         inventories=("inventory", ssh_hypervisor["inventory"]))
