@@ -218,6 +218,12 @@ int hp_add_ports(struct hp_args *a, struct hp_out *o, struct hp_ctx *h, struct h
 		json_object_object_add(arg, "serial", json_object_new_string(s->serial));
 		json_object_object_add(arg, "drive", json_object_new_string(s->node));
 		json_object_object_add(arg, "bus", json_object_new_string(p->id));
+		for (int k = 0; k < a->nprops; k++) {
+			char key[48];
+			size_t kl = strcspn(a->props[k], "=");
+			snprintf(key, sizeof(key), "%.*s", (int)kl, a->props[k]);
+			json_object_object_add(arg, key, hp_prop_value(a->props[k] + kl + 1));
+		}
 		s->added_real = hp_real_ns();
 		if (hp_qmp(h, "device_add", arg, NULL, s->err, sizeof(s->err))) {
 			if (s->created) {

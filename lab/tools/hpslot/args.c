@@ -149,6 +149,10 @@ void hp_cmd_help(FILE *f, enum hp_cmd c)
 "  again at resumed_ns). The guest's clock stands still while it is paused\n"
 "  (TCG), so for the guest all slots go at the same instant, however long the\n"
 "  pause took.\n"
+"  A domain asleep in S3 (libvirt pm-suspended, QEMU status suspended) is\n"
+"  not stopped and resumed: QEMU keeps its vCPUs stopped until the wake-up\n"
+"  (which resets the machine; the guest's PCI core restores the ports), so\n"
+"  the drive is gone when the guest wakes up (\"guest_asleep\":true).\n"
 "--wait-guest S (with --surprise): after resuming, poll the slots' registers\n"
 "  (ECAM, no pause) for up to S seconds and report when the guest powered each\n"
 "  slot off (its pciehp finished unbinding the driver) and turned the power\n"
@@ -176,8 +180,8 @@ void hp_cmd_help(FILE *f, enum hp_cmd c)
 		break;
 	case HP_CMD_ADD:
 		fprintf(f,
-"usage: hpslot add [--serial S] [--size MIB] [--node NAME] [--wait S] [--force]\n"
-"                  [-c URI] [--json] DOMAIN SLOT...\n"
+"usage: hpslot add [--serial S] [--size MIB] [--node NAME] [--prop KEY=VALUE]...\n"
+"                  [--wait S] [--force] [-c URI] [--json] DOMAIN SLOT...\n"
 "\n"
 "device_add an NVMe drive (id nvme-s<SLOT>, bus = the slot's root port) into\n"
 "each SLOT. Block node: NAME (default drive-s<SLOT>); if that node exists and\n"
@@ -188,6 +192,16 @@ void hp_cmd_help(FILE *f, enum hp_cmd c)
 "(lab1-s3-g0 -> lab1-s3-g1; the last serial is kept in the domain's live\n"
 "libvirt metadata, else taken from the domain XML's cold-plugged drive); at\n"
 "most 20 characters. --serial and --node need exactly one SLOT.\n"
+"--prop KEY=VALUE (up to 8): an extra property of the nvme device, e.g.\n"
+"use-intel-id=true (Vendor/Device ID 8086:5845 instead of 1b36:0010: a\n"
+"different device to the guest). VALUE true/false is a boolean, a decimal\n"
+"integer a number, anything else a string; id, drive, serial, bus and driver\n"
+"are hpslot's own.\n"
+"\n"
+"A domain asleep in S3 (libvirt pm-suspended) takes a hot-add too: the\n"
+"device is there when the guest wakes up (the port's Slot Status events of\n"
+"the add are lost in the wake-up reset; use --force, the guest cannot tear\n"
+"the slot down while it sleeps).\n"
 "\n"
 "Refused (exit 3, nothing changed): a SLOT that holds a drive the guest uses\n"
 "(powered, indicator not blinking), a node in use, or a slot in teardown: its\n"
@@ -387,7 +401,7 @@ static int parse_long(const char *opt, const char *v, long min, long max, long *
 /* Option groups: which command each option belongs to. */
 enum {
 	G_REMOVE = 1 << 0,	/* --orderly --surprise --cancel --timeout --wait-guest */
-	G_ADD = 1 << 1,		/* --size --node --force */
+	G_ADD = 1 << 1,		/* --size --node --prop --force */
 	G_SERIAL = 1 << 2,	/* --serial: add, swap */
 	G_WAIT = 1 << 3,	/* --wait: add, storm */
 	G_SETTLE = 1 << 4,	/* --settle: swap, storm */
@@ -555,6 +569,16 @@ int hp_parse_args(int argc, char **argv, struct hp_args *a, char *err, size_t le
 					    "pcie_aer_inject_error (e.g. COMP_TIME, SDN, UNSUP) or 0xSTATUS", v);
 			a->aer_error = v;
 			g = G_AER;
+		} else if (IS("--prop")) {
+			const char *why;
+			if (!(v = optval(argc, argv, &i, arg, "--prop", err, len)))
+				return -1;
+			if ((why = hp_prop_invalid(v)))
+				return errf(err, len, "--prop '%s': %s", v, why);
+			if (a->nprops >= HP_MAX_PROPS)
+				return errf(err, len, "--prop: at most %d", HP_MAX_PROPS);
+			a->props[a->nprops++] = v;
+			g = G_ADD;
 		} else if (IS("--node")) {
 			if (!(v = optval(argc, argv, &i, arg, "--node", err, len)))
 				return -1;
@@ -630,7 +654,7 @@ int hp_parse_args(int argc, char **argv, struct hp_args *a, char *err, size_t le
 			return errf(err, len, "%s: --orderly, --surprise, --cancel, --timeout and --wait-guest belong "
 				    "to `hpslot remove`", cmd);
 		if (stray & (G_ADD | G_SERIAL | G_WAIT))
-			return errf(err, len, "%s: --serial, --size, --node, --wait and --force belong to "
+			return errf(err, len, "%s: --serial, --size, --node, --prop, --wait and --force belong to "
 				    "`hpslot add`", cmd);
 		if (stray & G_SWAP)
 			return errf(err, len, "%s: %.*s belongs to `hpslot swap`", cmd, (int)strcspn(first_opt[5], "="),

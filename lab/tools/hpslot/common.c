@@ -195,13 +195,21 @@ int hp_prepare(struct hp_args *a, struct hp_out *o, struct hp_ctx **hp, struct h
 	}
 	const char *st = hp_domain_state(*hp, &running);
 	json_object_object_add(o->root, "state", json_object_new_string(st));
-	if (!running && strcmp(st, "paused")) {
+	/* A guest asleep in S3 (its vCPUs stopped until a wake-up) can have a
+	 * drive yanked or added: the slot changes while it sleeps. */
+	bool asleep = !strcmp(st, "pm-suspended");
+	bool acts_asleep = a->cmd == HP_CMD_ADD || (a->cmd == HP_CMD_REMOVE && a->mode == HP_MODE_SURPRISE);
+	if (!running && strcmp(st, "paused") && !asleep) {
 		hp_fail(o, "domain %s is %s: hpslot needs a running QEMU", a->domain, st);
 		return HP_EXIT_REFUSED;
 	}
 	bool qrun = hp_qemu_running(*hp, qstatus, sizeof(qstatus));
 	json_object_object_add(o->root, "qemu_status", json_object_new_string(qstatus));
-	if (need_running && (!running || !qrun)) {
+	if (asleep && acts_asleep && strcmp(qstatus, "suspended")) {
+		hp_fail(o, "domain %s is %s but QEMU says %s; nothing changed", a->domain, st, qstatus);
+		return HP_EXIT_REFUSED;
+	}
+	if (need_running && !(asleep && acts_asleep) && (!running || !qrun)) {
 		hp_fail(o, "domain %s is %s (QEMU status %s): hpslot %s acts only on a running domain; "
 			"nothing changed", a->domain, st, qstatus, hp_cmd_name(a->cmd));
 		return HP_EXIT_REFUSED;

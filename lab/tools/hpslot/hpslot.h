@@ -16,6 +16,7 @@
 #include <stdio.h>
 
 #define HP_MAX_SLOTS 256
+#define HP_MAX_PROPS 8		/* add --prop: at most this many */
 #define HP_SERIAL_MAX 20	/* NVMe serial number: at most 20 ASCII characters */
 
 /* Exit codes */
@@ -137,6 +138,10 @@ int hp_xml_serial_prefix(const char *xml, char *out, size_t len);
 bool hp_valid_serial(const char *s);
 /* An AER error as pcie_aer_inject_error takes it: NAME ([A-Z0-9_]) or 0xHEX. */
 bool hp_valid_aer_error(const char *s);
+/* add --prop KEY=VALUE: NULL if valid, else why not. VALUE true/false is a
+ * JSON boolean, a decimal integer a number, anything else a string. */
+const char *hp_prop_invalid(const char *kv);
+struct json_object *hp_prop_value(const char *value);
 
 /* ---- the guest's PCI tree from query-pci (pcitree.c; pure) ------------ */
 struct hp_pcidev {
@@ -191,6 +196,8 @@ struct hp_args {
 	const char *node;
 	double wait;		/* add, storm: seconds to wait for a slot to become ready */
 	bool force;
+	const char *props[HP_MAX_PROPS];	/* add --prop KEY=VALUE: extra nvme device properties */
+	int nprops;
 	/* swap */
 	long delay_ms;		/* from the resume after the yank to device_add */
 	double settle;		/* swap: watch the new device; storm: final settle timeout */

@@ -233,6 +233,39 @@ bool hp_valid_serial(const char *s)
 	return true;
 }
 
+/* ---- add --prop ------------------------------------------------------------ */
+
+const char *hp_prop_invalid(const char *kv)
+{
+	static const char *const own[] = { "id", "drive", "serial", "bus", "driver" };
+	size_t kl = strcspn(kv, "=");
+
+	if (!kv[kl])
+		return "give KEY=VALUE";
+	if (kl == 0 || kl > 40 || strspn(kv, "abcdefghijklmnopqrstuvwxyz0123456789-_.") < kl)
+		return "KEY is 1..40 lower-case letters, digits, '-', '_' or '.'";
+	for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++)
+		if (strlen(own[i]) == kl && !strncmp(kv, own[i], kl))
+			return "id, drive, serial, bus and driver are set by hpslot";
+	if (!kv[kl + 1])
+		return "VALUE is empty";
+	return NULL;
+}
+
+struct json_object *hp_prop_value(const char *v)
+{
+	char *end;
+	long long n;
+
+	if (!strcmp(v, "true") || !strcmp(v, "false"))
+		return json_object_new_boolean(v[0] == 't');
+	errno = 0;
+	n = strtoll(v, &end, 10);
+	if (!errno && end != v && !*end)
+		return json_object_new_int64(n);
+	return json_object_new_string(v);
+}
+
 int hp_serial_bump(const char *serial, char *out, size_t len)
 {
 	const char *g = NULL;

@@ -9,6 +9,7 @@
 /* ---- one pause: stop, save 0xCF8 ... restore 0xCF8, cont ------------------ */
 struct pause {
 	bool stopped, cf8_saved, not_running;
+	bool asleep;	/* guest in S3: vCPUs stopped already, no stop/cont */
 	uint32_t cf8;
 	long long stop_sent, stop_done, cont_sent, cont_done;	/* monotonic ns */
 	long long stop_real;
@@ -20,7 +21,7 @@ static int pause_begin(struct hp_ctx *h, struct pause *ps, char *err, size_t len
 
 	memset(ps, 0, sizeof(*ps));
 	/* resume later only what was running: check right before stopping */
-	if (!hp_qemu_running(h, st, sizeof(st))) {
+	if (!hp_qemu_running(h, st, sizeof(st)) && strcmp(st, "suspended")) {
 		snprintf(err, len, "the domain is not running (QEMU status %s)", st);
 		ps->not_running = true;
 		return -1;
@@ -28,6 +29,17 @@ static int pause_begin(struct hp_ctx *h, struct pause *ps, char *err, size_t len
 	if (hp_lock(h, err, len))
 		return -1;
 	hp_signals_block(true);
+	if (!strcmp(st, "suspended")) {
+		/* S3: QEMU keeps the vCPUs stopped until system_wakeup; a
+		 * stop/cont here would wake the guest without its reset */
+		ps->asleep = true;
+		ps->stop_real = hp_real_ns();
+		ps->stop_sent = ps->stop_done = hp_mono_ns();
+		if (hp_cf8_save(h, &ps->cf8, err, len))
+			return -1;
+		ps->cf8_saved = true;
+		return 0;
+	}
 	ps->stop_real = hp_real_ns();
 	ps->stop_sent = hp_mono_ns();
 	if (hp_vm_stop(h, err, len)) {
@@ -57,6 +69,12 @@ static int pause_end(struct hp_ctx *h, struct pause *ps, char *err, size_t len)
 	if (ps->cf8_saved && hp_cf8_set(h, ps->cf8, e, sizeof(e))) {
 		snprintf(err, len, "restoring 0xCF8: %s", e);
 		rc = -1;
+	}
+	if (ps->asleep) {
+		ps->cont_sent = ps->cont_done = hp_mono_ns();
+		ps->asleep = false;
+		hp_signals_block(false);
+		hp_unlock();
 	}
 	if (ps->stopped) {
 		ps->cont_sent = hp_mono_ns();
@@ -286,6 +304,7 @@ static int surprise(struct hp_args *a, struct hp_out *o, struct hp_ctx *h, struc
 		free(y);
 		return HP_EXIT_FAILED;
 	}
+	json_object_object_add(o->root, "guest_asleep", json_object_new_boolean(ps.asleep));
 	for (int i = 0; i < a->nslots; i++) {
 		struct hp_port *p = ports[i];
 		struct yank *s = &y[i];

@@ -130,6 +130,27 @@ void test_args(void)
 	CHECK_STR(a.node, "n3");
 	OK("add", "dom", "3", "4", "5");
 	CHECK_EQ(a.nslots, 3);
+	OK("add", "dom", "3", "--prop", "use-intel-id=true", "--prop=mdts=5", "--force");
+	CHECK_EQ(a.nprops, 2);
+	CHECK_STR(a.props[0], "use-intel-id=true");
+	CHECK_STR(a.props[1], "mdts=5");
+	BAD("--prop 'use-intel-id': give KEY=VALUE", "add", "dom", "3", "--prop", "use-intel-id");
+	BAD("set by hpslot", "add", "dom", "3", "--prop", "serial=x");
+	BAD("VALUE is empty", "add", "dom", "3", "--prop", "mdts=");
+	BAD("KEY is", "add", "dom", "3", "--prop", "Use=1");
+	BAD("belong to `hpslot add`", "remove", "--surprise", "dom", "3", "--prop", "a=1");
+	{
+		struct json_object *v = hp_prop_value("true");
+		CHECK(json_object_is_type(v, json_type_boolean) && json_object_get_boolean(v));
+		json_object_put(v);
+		v = hp_prop_value("42");
+		CHECK(json_object_is_type(v, json_type_int) && json_object_get_int64(v) == 42);
+		json_object_put(v);
+		v = hp_prop_value("4x");
+		CHECK(json_object_is_type(v, json_type_string));
+		CHECK_STR(json_object_get_string(v), "4x");
+		json_object_put(v);
+	}
 	BAD("exactly one SLOT", "add", "dom", "3", "4", "--serial", "x");
 	BAD("exactly one SLOT", "add", "dom", "3", "4", "--node", "x");
 	BAD("no SLOT", "add", "dom");
