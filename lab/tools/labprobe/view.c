@@ -22,6 +22,7 @@
 #include <fcntl.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -33,6 +34,29 @@
 static void pci_driver(const char *dev, char *drv, size_t len)
 {
 	link_base(drv, len, "/sys/bus/pci/devices/%s/driver", dev);
+}
+
+/* What function `dev` answers in config space now (Vendor/Device ID dword,
+ * Class Code << 8 | Revision dword). false if it does not answer (removed,
+ * marked disconnected, all ones). */
+static bool pci_live_ids(const char *dev, uint32_t *ids, uint32_t *class_rev)
+{
+	char path[320];
+	uint32_t w[3];
+	int fd;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/config", dev);
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return false;
+	n = pread(fd, w, sizeof(w), 0);
+	close(fd);
+	if (n != (ssize_t)sizeof(w) || w[0] == 0xffffffffu)
+		return false;
+	*ids = w[0];
+	*class_rev = w[2];
+	return true;
 }
 
 /* PCI function of an NVMe controller (from its device link), "" if none. */
@@ -84,6 +108,20 @@ static void view_slot(const char *name, const char *expect, struct json_object *
 		json_object_object_add(f, "ids", json_object_new_string(ids));
 		json_object_object_add(f, "class", json_object_new_string(cls));
 		json_object_object_add(f, "driver", drv[0] ? json_object_new_string(drv) : NULL);
+		/* The kernel's pci_dev keeps the IDs read at enumeration; a device
+		 * swapped behind its back answers with others. */
+		uint32_t live, class_rev;
+		if (pci_live_ids(e->d_name, &live, &class_rev)) {
+			char lids[32], lcls[16];
+			snprintf(lids, sizeof(lids), "0x%04x:0x%04x", live & 0xffff, live >> 16);
+			snprintf(lcls, sizeof(lcls), "0x%06x", class_rev >> 8);
+			json_object_object_add(f, "live_ids", json_object_new_string(lids));
+			json_object_object_add(f, "live_class", json_object_new_string(lcls));
+			check(c, !strcmp(lids, ids) && !strcmp(lcls, cls), "pci-identity",
+			      "slot %s: PCI function %s: the kernel has it as %s class %s, the device answers "
+			      "%s class %s%s", name, e->d_name, ids, cls, lids, lcls,
+			      !strcmp(lids, ids) && !strcmp(lcls, cls) ? "" : " (replaced behind the kernel's back)");
+		}
 		json_object_array_add(pa, f);
 		if (!drv[0])
 			unbound++;
