@@ -1,0 +1,106 @@
+"""Filters of the scenarios that show the kernel series' patches stock vs
+patched: sleep-replacement (0003) and aer-reset-storm (0002)."""
+
+import json
+import re
+
+
+def _js(text):
+    if isinstance(text, dict):
+        return text
+    try:
+        value = json.loads(text)
+        return value if isinstance(value, dict) else None
+    except (TypeError, ValueError):
+        return None
+
+
+def _slot_view(view_report, slot):
+    for s in (view_report or {}).get("slots") or []:
+        if str(s.get("slot")) == str(slot):
+            return s
+    return {}
+
+
+def _guest_sees(slot_view):
+    """What the guest has in a slot: its first PCI function and controller."""
+    pci = (slot_view.get("pci") or [{}])[0]
+    nvme = (slot_view.get("nvme") or [{}])[0]
+    return {"pci_dev": pci.get("dev"), "pci_ids": pci.get("ids"), "live_ids": pci.get("live_ids"),
+            "class": pci.get("class"), "live_class": pci.get("live_class"), "driver": pci.get("driver"),
+            "nvme": nvme.get("name"), "nvme_serial": nvme.get("serial"), "nvme_state": nvme.get("state"),
+            "namespace": slot_view.get("namespace")}
+
+
+# ---- sleep-replacement -------------------------------------------------------
+
+REPLACEMENT_CHECKS = ("slot-as-expected", "pci-identity")
+
+
+def lab_sleep_replacement_report(rep, slot, add_result, view_result):
+    """An iteration of sleep-replacement from lab_layout_and_steps' report:
+    the failed post-wake-up view becomes one finding that says what the
+    guest kept ("slot N: after the wake-up the guest kept the old device:
+    ..."), other failed checks stay findings of their own; plus what the
+    guest showed and whether the kernel logged the replacement."""
+    rep = dict(rep)
+    steps = rep.get("steps") or {}
+    add = steps.get("add") or _js((add_result or {}).get("stdout", "")) or {}
+    new = (add.get("slots") or [{}])[0]
+    view = steps.get("view-after-wake") or {}
+    before = _guest_sees(_slot_view(steps.get("view-before"), slot))
+    after = _guest_sees(_slot_view(view, slot))
+    failed = [c for c in view.get("checks") or [] if not c.get("ok")]
+    kept_old = [c for c in failed if c.get("name") in REPLACEMENT_CHECKS]
+    findings = [f for f in rep.get("findings") or [] if not f.get("line", "").startswith("view-after-wake failed")]
+    if kept_old:
+        findings.insert(0, {
+            "kind": "replacement",
+            "line": f"slot {slot}: after the wake-up the guest kept the old device: pci_dev {after['pci_ids']} "
+                    f"(the device answers {after['live_ids']}), driver {after['driver']}, nvme serial "
+                    f"{after['nvme_serial']} (the new device's is {new.get('serial')})",
+            "context": [f"{c['name']}: {c['detail']}" for c in kept_old] + (view.get("log") or [])[-40:]})
+    for c in failed:
+        if c.get("name") not in REPLACEMENT_CHECKS and c.get("name") != "kernel-log-clean":
+            findings.append({"kind": "step", "line": f"view-after-wake: {c['name']}: {c['detail']}",
+                             "context": (view.get("log") or [])[-40:]})
+    if view_result is not None and not (view_result or {}).get("skipped") and not view.get("checks"):
+        findings.append({"kind": "step", "line": "view-after-wake gave no report",
+                         "context": [str((view_result or {}).get("stderr", ""))[-2000:]]})
+    log = view.get("log") or []
+    rep["findings"] = findings
+    rep["ok"] = bool(rep.get("ok")) and not findings
+    rep["sleep"] = {
+        "slot": int(slot),
+        "before": before,
+        "new_device": {"serial": new.get("serial"), "node": new.get("node"), "ids": "0x8086:0x5845"},
+        "after_wake": after,
+        "re_enumerated": bool(view.get("checks")) and not kept_old and after.get("nvme_serial") == new.get("serial"),
+        "kept_old_device": bool(kept_old),
+        "replacement_logged": any(re.search(r"replaced|Replaced device", line) for line in log),
+        "view_seconds": view.get("seconds"),
+        "view_looks": view.get("looks"),
+    }
+    return rep
+
+
+def lab_sleep_replacement_metrics(reports):
+    """Per iteration what the guest had after the wake-up, and the counts."""
+    per = [dict(r.get("sleep") or {}, ok=r.get("ok")) for r in reports]
+    return {
+        "iterations": len(per),
+        "re_enumerated": sum(1 for p in per if p.get("re_enumerated")),
+        "kept_old_device": sum(1 for p in per if p.get("kept_old_device")),
+        "replacement_logged": sum(1 for p in per if p.get("replacement_logged")),
+        "per_iteration": per,
+        "swap": "nvme 1b36:0010 -> nvme use-intel-id=true 8086:5845 (new serial, new empty block node), "
+                "while the guest is in S3; QEMU's nvme has no Device Serial Number",
+    }
+
+
+class FilterModule:
+    def filters(self):
+        return {
+            "lab_sleep_replacement_report": lab_sleep_replacement_report,
+            "lab_sleep_replacement_metrics": lab_sleep_replacement_metrics,
+        }

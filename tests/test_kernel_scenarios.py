@@ -1,0 +1,80 @@
+"""Filters of the kernel series' scenarios (lab/plugins/filter/lab_kernel_scenarios.py),
+without a VM: what a stock and a patched guest look like after sleep-replacement,
+and how that turns into findings the expected-failures files can match."""
+
+import json
+import re
+import sys
+
+import yaml
+
+from conftest import REPO
+
+sys.path.insert(0, str(REPO / "lab/plugins/filter"))
+import lab_kernel_scenarios as lks  # noqa: E402
+import lab_results  # noqa: E402
+
+
+def view(serial, ids, live_ids, checks):
+    return {"slots": [{"slot": "1", "pci": [{"dev": "0000:01:00.0", "ids": ids, "live_ids": live_ids,
+                                            "class": "0x010802", "live_class": "0x010802", "driver": "nvme"}],
+                       "nvme": [{"name": "nvme0", "serial": serial, "state": "live"}], "namespace": "nvme0n1"}],
+            "checks": checks, "seconds": 0.4, "looks": 3,
+            "log": ["[12.0] pcieport 0000:00:02.0: pciehp: Slot(1): Device 0000:01:00.0 replaced: was ..."]}
+
+
+ADD = {"slots": [{"slot": 1, "serial": "lab1-s1-g1", "node": "sleep-s1-1"}]}
+
+
+def steps_report(after, view_ok):
+    findings = [] if view_ok else [{"kind": "step", "line": "view-after-wake failed (exit 1)", "context": []}]
+    return {"ok": view_ok, "findings": findings,
+            "steps": {"view-before": view("lab1-s1-g0", "0x1b36:0x0010", "0x1b36:0x0010", []),
+                      "add": ADD, "view-after-wake": after}}
+
+
+def test_patched_guest_re_enumerated_the_new_device():
+    after = view("lab1-s1-g1", "0x8086:0x5845", "0x8086:0x5845",
+                 [{"name": "slot-as-expected", "ok": True, "detail": "ok"},
+                  {"name": "pci-identity", "ok": True, "detail": "same"}])
+    rep = lks.lab_sleep_replacement_report(steps_report(after, True), 1, {"stdout": json.dumps(ADD)}, {"rc": 0})
+    assert rep["ok"] and rep["findings"] == []
+    s = rep["sleep"]
+    assert s["re_enumerated"] and not s["kept_old_device"] and s["replacement_logged"]
+    assert s["after_wake"]["nvme_serial"] == "lab1-s1-g1" and s["before"]["nvme_serial"] == "lab1-s1-g0"
+    m = lks.lab_sleep_replacement_metrics([rep])
+    assert m["re_enumerated"] == 1 and m["kept_old_device"] == 0 and m["iterations"] == 1
+
+
+def test_stock_guest_kept_the_old_device_as_an_expected_failure():
+    after = view("lab1-s1-g0", "0x1b36:0x0010", "0x8086:0x5845",
+                 [{"name": "slot-as-expected", "ok": False, "detail": "expected lab1-s1-g1, guest sees serial lab1-s1-g0"},
+                  {"name": "pci-identity", "ok": False, "detail": "the kernel has it as 0x1b36:0x0010"},
+                  {"name": "kernel-log-clean", "ok": True, "detail": "0 finding(s)"}])
+    rep = lks.lab_sleep_replacement_report(steps_report(after, False), 1, {"stdout": json.dumps(ADD)}, {"rc": 1})
+    assert not rep["ok"]
+    assert [f["kind"] for f in rep["findings"]] == ["replacement"]
+    line = rep["findings"][0]["line"]
+    assert "0x1b36:0x0010" in line and "0x8086:0x5845" in line and "lab1-s1-g0" in line and "lab1-s1-g1" in line
+    assert rep["sleep"]["kept_old_device"] and not rep["sleep"]["re_enumerated"]
+
+    # the stock and distro expected-failure entries match exactly this finding
+    for variant in ("stock", "distro"):
+        expected = yaml.safe_load((REPO / f"kernel/expected-failures/{variant}.yml").read_text())
+        record = {"name": "sleep-replacement", "status": "fail", "findings": rep["findings"]}
+        assert lab_results.lab_apply_expected([record], expected)[0]["status"] == "xfail", variant
+        # ... and nothing else: another finding keeps the record failed
+        other = dict(record, findings=rep["findings"] + [{"kind": "kernel", "line": "WARNING: at pciehp_ctrl.c"}])
+        assert lab_results.lab_apply_expected([other], expected)[0]["status"] == "fail"
+    # the patched variant expects nothing of it
+    patched = yaml.safe_load((REPO / "kernel/expected-failures/patched.yml").read_text()) or []
+    assert not [e for e in patched if e.get("scenario") == "sleep-replacement"]
+
+
+def test_other_failed_checks_stay_findings_of_their_own():
+    after = view("lab1-s1-g1", "0x8086:0x5845", "0x8086:0x5845",
+                 [{"name": "no-stale-nvme-ctrl", "ok": False, "detail": "nvme1 (state dead): its PCI device is gone"}])
+    rep = lks.lab_sleep_replacement_report(steps_report(after, False), 1, {"stdout": json.dumps(ADD)}, {"rc": 1})
+    assert not rep["ok"]
+    assert [f["kind"] for f in rep["findings"]] == ["step"]
+    assert re.search("no-stale-nvme-ctrl", rep["findings"][0]["line"])
