@@ -98,9 +98,46 @@ def lab_sleep_replacement_metrics(reports):
     }
 
 
+# ---- pme-runtime-suspend -----------------------------------------------------
+
+def _pme_port(result):
+    rep = _js((result or {}).get("stdout", "")) or {}
+    return (rep.get("ports") or [{}])[0]
+
+
+def lab_pme_runtime_report(rep, before, suspended):
+    """An iteration of pme-runtime-suspend: its steps' report plus the port's
+    PME state before and while runtime suspended."""
+    rep = dict(rep)
+    sus = _js((suspended or {}).get("stdout", "")) or {}
+    rep["pme"] = {"before": _pme_port(before), "suspended": _pme_port(suspended),
+                  "kprobe_hits": sus.get("kprobe_hits"), "seconds_to_suspend": sus.get("seconds")}
+    return rep
+
+
+def lab_pme_runtime_metrics(reports):
+    per = [dict(r.get("pme") or {}, ok=r.get("ok")) for r in reports]
+    sus = [p.get("suspended") or {} for p in per]
+    return {
+        "iterations": len(per),
+        "suspended": sum(1 for s in sus if s.get("runtime_status") == "suspended"),
+        "pme_service_untouched_while_suspended": sum(
+            1 for p, s in zip(per, sus) if s.get("runtime_status") == "suspended"
+            and (p.get("kprobe_hits") or {}).get("pme_interrupt_enable") == 0
+            and ((p.get("kprobe_hits") or {}).get("port_runtime_suspend") or 0) > 0),
+        "per_iteration": per,
+        "note": "QEMU 7.2's pcie-root-port has no PCI PM capability (runtime suspend leaves it in D0), "
+                "emulates no PME and does not let the guest set Root Control's PME Interrupt Enable (reads "
+                "0); kprobes count what the kernel does: pcie_pme_interrupt_enable() calls and portdrv's "
+                "runtime suspends/resumes",
+    }
+
+
 class FilterModule:
     def filters(self):
         return {
             "lab_sleep_replacement_report": lab_sleep_replacement_report,
             "lab_sleep_replacement_metrics": lab_sleep_replacement_metrics,
+            "lab_pme_runtime_report": lab_pme_runtime_report,
+            "lab_pme_runtime_metrics": lab_pme_runtime_metrics,
         }

@@ -15,6 +15,7 @@ static const struct {
 	{ "drives", cmd_drives, "--expect SLOT=SERIAL,... [--timeout S] [--verify-mib M]" },
 	{ "pm", cmd_pm, "--slots N,... [--pm-cap] [--dyndbg] [--wakeup N=enabled|disabled,...] [--d3cold N,...] [--hold S] [--touch N,...] [--wait N=active|suspended,... [--timeout S]]" },
 	{ "absent", cmd_absent, "--slot N [--expect-ones]" },
+	{ "pme", cmd_pme, "--arm | --slots N,... [--wait-suspended S] [--expect-pmeie on|off] [--collect [--expect-pme-untouched]]" },
 	{ "view", cmd_view, "--slots N,... [--since-seq SEQ] [--expect SLOT=SERIAL|SLOT=empty,...] [--timeout S] [--log [LINES]]" },
 };
 

@@ -55,5 +55,6 @@ int cmd_drives(int argc, char **argv, struct json_object *out);
 int cmd_view(int argc, char **argv, struct json_object *out);
 int cmd_pm(int argc, char **argv, struct json_object *out);
 int cmd_absent(int argc, char **argv, struct json_object *out);
+int cmd_pme(int argc, char **argv, struct json_object *out);
 
 #endif

@@ -1,0 +1,314 @@
+/* labprobe pme: what the PCIe PME service has left enabled at a slot's root
+ * port, read without waking the port.
+ *
+ *   labprobe pme --arm
+ *   labprobe pme --slots N,... [--wait-suspended S] [--expect-pmeie on|off]
+ *                [--collect [--expect-pme-untouched]]
+ *
+ * For each slot's port: its runtime PM status and power state (sysfs), its
+ * Root Control register (PME Interrupt Enable) and Root Status (PME Status,
+ * PME Pending) read from its config space file, and its interrupt vectors.
+ * Config reads through sysfs do not runtime-resume a port that is not in
+ * D3cold (pci_config_pm_runtime_get()), so a suspended port stays
+ * suspended. --wait-suspended S polls until every port is runtime
+ * suspended (check port-suspended), at most S seconds. --expect-pmeie
+ * checks PME Interrupt Enable (check pmeie); QEMU 7.2 does not let the
+ * guest set that bit (its Root Control write mask has only the System Error
+ * enables), so on the lab's QEMU it reads 0 whatever the kernel does.
+ *
+ * What the kernel does is seen with kprobes instead: --arm registers them
+ * (group lpme, enabled in tracefs instance lpme: hits are counted in
+ * kprobe_profile, nothing is traced) on pcie_pme_interrupt_enable() (every
+ * change of a port's PME Interrupt Enable by the PME service, with its
+ * enable argument), pcie_port_device_runtime_suspend() and
+ * pcie_port_device_runtime_resume() (portdrv's runtime PM of a port: they
+ * call the services' runtime callbacks). --collect reports the hits and removes
+ * them; --expect-pme-untouched checks that ports did runtime-suspend
+ * (port_runtime_suspend hits) and that the PME service left the interrupt
+ * enable alone meanwhile (no pme_interrupt_enable hit): 6.1 has no PME
+ * service runtime PM callbacks; upstream 4.20's (reverted in 5.0) disabled
+ * the interrupt on runtime suspend. */
+#include "labprobe.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define CAP_ID_EXP	0x10
+#define EXP_RTCTL	0x1c	/* Root Control */
+#define EXP_RTSTA	0x20	/* Root Status */
+#define RTCTL_PMEIE	0x0008
+#define RTSTA_PME	0x00010000u
+#define RTSTA_PENDING	0x00020000u
+
+#define TRACEFS "/sys/kernel/tracing"
+#define LPME_INSTANCE TRACEFS "/instances/lpme"
+
+static const struct {
+	const char *name, *def;
+} pme_probes[] = {
+	{ "pme_interrupt_enable", "pcie_pme_interrupt_enable enable=%si:u8" },
+	{ "port_runtime_suspend", "pcie_port_device_runtime_suspend" },
+	{ "port_runtime_resume", "pcie_port_device_runtime_resume" },
+};
+#define NPME_PROBES (sizeof(pme_probes) / sizeof(pme_probes[0]))
+
+/* kprobe_events must be appended to: a truncating write drops every probe. */
+static int append(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY | O_APPEND), ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (write(fd, text, strlen(text)) < 0)
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+static void pme_probes_remove(void)
+{
+	char path[256], def[128];
+
+	for (size_t i = 0; i < NPME_PROBES; i++) {
+		snprintf(path, sizeof(path), LPME_INSTANCE "/events/lpme/%s/enable", pme_probes[i].name);
+		append(path, "0");
+	}
+	rmdir(LPME_INSTANCE);
+	for (size_t i = 0; i < NPME_PROBES; i++) {
+		snprintf(def, sizeof(def), "-:lpme/%s\n", pme_probes[i].name);
+		append(TRACEFS "/kprobe_events", def);
+	}
+}
+
+static int pme_arm(struct json_object *out)
+{
+	struct json_object *errs = json_object_new_array();
+	char def[256], path[256];
+	int failed = 0;
+
+	if (access(TRACEFS "/kprobe_events", F_OK))
+		mount("nodev", TRACEFS, "tracefs", 0, NULL);
+	pme_probes_remove();
+	mkdir(LPME_INSTANCE, 0755);
+	for (size_t i = 0; i < NPME_PROBES; i++) {
+		int ret;
+
+		snprintf(def, sizeof(def), "p:lpme/%s %s\n", pme_probes[i].name, pme_probes[i].def);
+		ret = append(TRACEFS "/kprobe_events", def);
+		snprintf(path, sizeof(path), LPME_INSTANCE "/events/lpme/%s/enable", pme_probes[i].name);
+		if (!ret)
+			ret = append(path, "1");
+		if (ret) {
+			char e[256];
+			snprintf(e, sizeof(e), "%s (%s): %s", pme_probes[i].name, pme_probes[i].def, strerror(-ret));
+			json_object_array_add(errs, json_object_new_string(e));
+			failed++;
+		}
+	}
+	if (failed)
+		pme_probes_remove();
+	json_object_object_add(out, "armed", json_object_new_boolean(!failed));
+	json_object_object_add(out, "errors", errs);
+	return failed ? 1 : 0;
+}
+
+/* Hits of the lpme probes from kprobe_profile ("  NAME  HITS  MISSES"). */
+static void pme_hits(long long *hits)
+{
+	FILE *f = fopen(TRACEFS "/kprobe_profile", "r");
+	char line[512], name[128];
+	long long h, m;
+
+	for (size_t i = 0; i < NPME_PROBES; i++)
+		hits[i] = -1;
+	while (f && fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%127s %lld %lld", name, &h, &m) != 3)
+			continue;
+		/* 6.1 prints the event name alone; later kernels GROUP/NAME */
+		const char *n = strncmp(name, "lpme/", 5) ? name : name + 5;
+		for (size_t i = 0; i < NPME_PROBES; i++)
+			if (!strcmp(n, pme_probes[i].name))
+				hits[i] = h;
+	}
+	if (f)
+		fclose(f);
+}
+
+struct port_pme {
+	char port[32], runtime[32], power[32];
+	int exp, irqs[8], nirqs;
+	uint16_t rtctl;
+	uint32_t rtsta;
+	bool regs;
+};
+
+/* The port's config space (first 256 bytes); false if unreadable. */
+static bool read_config(const char *port, uint8_t *cfg)
+{
+	char path[128];
+	int fd;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%.32s/config", port);
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return false;
+	n = pread(fd, cfg, 256, 0);
+	close(fd);
+	return n == 256;
+}
+
+static int find_exp_cap(const uint8_t *cfg)
+{
+	int pos = cfg[0x34] & 0xfc;
+
+	for (int ttl = 48; pos >= 0x40 && ttl > 0; ttl--) {
+		if (cfg[pos] == CAP_ID_EXP)
+			return pos;
+		pos = cfg[pos + 1] & 0xfc;
+	}
+	return -1;
+}
+
+static void look(const char *slot, struct port_pme *p)
+{
+	uint8_t cfg[256];
+	int bus = slot_bus(slot);
+
+	memset(p, 0, sizeof(*p));
+	p->exp = -1;
+	if (bus < 0 || !slot_port(bus, p->port, sizeof(p->port)))
+		return;
+	read_linef(p->runtime, sizeof(p->runtime), "/sys/bus/pci/devices/%s/power/runtime_status", p->port);
+	read_linef(p->power, sizeof(p->power), "/sys/bus/pci/devices/%s/power_state", p->port);
+	p->nirqs = port_irqs(p->port, p->irqs, 8);
+	if (!read_config(p->port, cfg) || (p->exp = find_exp_cap(cfg)) < 0)
+		return;
+	memcpy(&p->rtctl, cfg + p->exp + EXP_RTCTL, 2);
+	memcpy(&p->rtsta, cfg + p->exp + EXP_RTSTA, 4);
+	p->regs = true;
+}
+
+int cmd_pme(int argc, char **argv, struct json_object *out)
+{
+	char *slots_arg = NULL, *names[64];
+	const char *expect = NULL;
+	double wait = 0;
+	int nslots;
+	struct checks c;
+
+	bool collect = false, untouched = false;
+
+	if (argc == 1 && !strcmp(argv[0], "--arm"))
+		return pme_arm(out);
+	for (int i = 0; i < argc; i++) {
+		if (!strcmp(argv[i], "--collect"))
+			collect = true;
+		else if (!strcmp(argv[i], "--expect-pme-untouched"))
+			untouched = true;
+		else if (!strcmp(argv[i], "--slots") && i + 1 < argc)
+			slots_arg = argv[++i];
+		else if (!strcmp(argv[i], "--wait-suspended") && i + 1 < argc)
+			wait = atof(argv[++i]);
+		else if (!strcmp(argv[i], "--expect-pmeie") && i + 1 < argc)
+			expect = argv[++i];
+		else {
+			fprintf(stderr, "labprobe pme: unknown argument '%s'\n", argv[i]);
+			return 2;
+		}
+	}
+	if (!slots_arg || (nslots = parse_list(slots_arg, names, 64)) <= 0) {
+		fprintf(stderr, "labprobe pme: --slots N,... is required\n");
+		return 2;
+	}
+	if (expect && strcmp(expect, "on") && strcmp(expect, "off")) {
+		fprintf(stderr, "labprobe pme: --expect-pmeie takes on or off, got '%s'\n", expect);
+		return 2;
+	}
+
+	struct port_pme *p = calloc((size_t)nslots, sizeof(*p));
+	double start = now_mono();
+	bool all;
+
+	do {
+		all = true;
+		for (int i = 0; i < nslots; i++) {
+			look(names[i], &p[i]);
+			all &= !strcmp(p[i].runtime, "suspended");
+		}
+		if (all || now_mono() - start >= wait)
+			break;
+		usleep(100000);
+	} while (1);
+
+	double waited = now_mono() - start;
+
+	check_init(&c);
+	struct json_object *arr = json_object_new_array();
+	for (int i = 0; i < nslots; i++) {
+		struct json_object *o = json_object_new_object(), *irqs = json_object_new_array();
+		char b[16];
+
+		json_object_object_add(o, "slot", json_object_new_string(names[i]));
+		json_object_object_add(o, "port", p[i].port[0] ? json_object_new_string(p[i].port) : NULL);
+		json_object_object_add(o, "runtime_status", json_object_new_string(p[i].runtime));
+		json_object_object_add(o, "power_state", json_object_new_string(p[i].power));
+		for (int k = 0; k < p[i].nirqs; k++)
+			json_object_array_add(irqs, json_object_new_int(p[i].irqs[k]));
+		json_object_object_add(o, "irqs", irqs);
+		if (p[i].regs) {
+			snprintf(b, sizeof(b), "0x%04x", p[i].rtctl);
+			json_object_object_add(o, "root_control", json_object_new_string(b));
+			snprintf(b, sizeof(b), "0x%08x", p[i].rtsta);
+			json_object_object_add(o, "root_status", json_object_new_string(b));
+			json_object_object_add(o, "pme_interrupt_enabled",
+					       json_object_new_boolean(p[i].rtctl & RTCTL_PMEIE));
+			json_object_object_add(o, "pme_status", json_object_new_boolean(p[i].rtsta & RTSTA_PME));
+			json_object_object_add(o, "pme_pending", json_object_new_boolean(p[i].rtsta & RTSTA_PENDING));
+		}
+		json_object_array_add(arr, o);
+		check(&c, p[i].regs, "port-readable", "slot %s: port %s, PCIe capability %s", names[i],
+		      p[i].port[0] ? p[i].port : "not found", p[i].regs ? "read" : "not readable");
+		if (wait > 0)
+			check(&c, !strcmp(p[i].runtime, "suspended"), "port-suspended",
+			      "slot %s: port %s runtime status %s after %.1f s", names[i], p[i].port, p[i].runtime,
+			      waited);
+		if (expect && p[i].regs)
+			check(&c, !!(p[i].rtctl & RTCTL_PMEIE) == !strcmp(expect, "on"), "pmeie",
+			      "slot %s: port %s (%s, %s): PME Interrupt Enable %s, expected %s", names[i], p[i].port,
+			      p[i].runtime, p[i].power, p[i].rtctl & RTCTL_PMEIE ? "on" : "off", expect);
+	}
+	free(p);
+	if (collect) {
+		long long hits[NPME_PROBES];
+		struct json_object *h = json_object_new_object();
+
+		pme_hits(hits);
+		pme_probes_remove();
+		for (size_t i = 0; i < NPME_PROBES; i++)
+			json_object_object_add(h, pme_probes[i].name, hits[i] >= 0 ? json_object_new_int64(hits[i]) : NULL);
+		json_object_object_add(out, "kprobe_hits", h);
+		check(&c, hits[0] >= 0 && hits[1] >= 0, "probes-armed", "lpme kprobes %s (labprobe pme --arm first)",
+		      hits[0] >= 0 && hits[1] >= 0 ? "were armed" : "were not armed");
+		if (untouched) {
+			check(&c, hits[1] > 0, "port-runtime-suspended",
+			      "portdrv runtime-suspended a port %lld time(s)", hits[1]);
+			check(&c, hits[0] == 0, "pme-untouched",
+			      "the PME service changed a port's PME Interrupt Enable %lld time(s) meanwhile", hits[0]);
+		}
+	} else if (untouched) {
+		fprintf(stderr, "labprobe pme: --expect-pme-untouched goes with --collect\n");
+		return 2;
+	}
+	json_object_object_add(out, "ports", arr);
+	json_object_object_add(out, "seconds", json_object_new_double((double)(long)(waited * 1000) / 1000));
+	json_object_object_add(out, "checks", c.list);
+	return c.failed ? 1 : 0;
+}
