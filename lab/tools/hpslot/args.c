@@ -108,7 +108,7 @@ void hp_cmd_help(FILE *f, enum hp_cmd c)
 	case HP_CMD_REMOVE:
 		fprintf(f,
 "usage: hpslot remove --orderly [--cancel] [--timeout S] [-c URI] [--json] DOMAIN SLOT...\n"
-"       hpslot remove --surprise [--wait-guest S] [-c URI] [--json] DOMAIN SLOT...\n"
+"       hpslot remove --surprise [--wait-guest S] [--quiet-ms MS] [-c URI] [--json] DOMAIN SLOT...\n"
 "\n"
 "Every SLOT must hold a drive and the domain must be running; otherwise nothing\n"
 "is done (exit 3). Removed drives' block nodes are kept, so `hpslot add` puts\n"
@@ -153,6 +153,16 @@ void hp_cmd_help(FILE *f, enum hp_cmd c)
 "  not stopped and resumed: QEMU keeps its vCPUs stopped until the wake-up\n"
 "  (which resets the machine; the guest's PCI core restores the ports), so\n"
 "  the drive is gone when the guest wakes up (\"guest_asleep\":true).\n"
+"--quiet-ms MS (with --surprise): a removal that raises no interrupt, as a\n"
+"  real one does while the guest has Presence Detect Changed masked (e.g.\n"
+"  during its Secondary Bus Reset of the slot): both Slot Control writes of\n"
+"  the recipe also clear Hot-Plug Interrupt Enable, so the Command Completed\n"
+"  of the writes (QEMU sets it for any Slot Control write) interrupts nobody\n"
+"  and Presence Detect Changed just latches. MS ms after the resume hpslot\n"
+"  pauses again and sets Hot-Plug Interrupt Enable back (\"hpie_restored\").\n"
+"  Meanwhile the guest's own Slot Control writes keep it clear (they\n"
+"  read-modify-write) and get no Command Completed interrupt: 6.1 pciehp\n"
+"  then waits 1 s per command and logs \"Timeout on hotplug command\".\n"
 "--wait-guest S (with --surprise): after resuming, poll the slots' registers\n"
 "  (ECAM, no pause) for up to S seconds and report when the guest powered each\n"
 "  slot off (its pciehp finished unbinding the driver) and turned the power\n"
@@ -492,6 +502,13 @@ int hp_parse_args(int argc, char **argv, struct hp_args *a, char *err, size_t le
 				return -1;
 			wait_guest_given = true;
 			g = G_REMOVE;
+		} else if (IS("--quiet-ms")) {
+			long n;
+			if (!(v = optval(argc, argv, &i, arg, "--quiet-ms", err, len)) ||
+			    parse_long("--quiet-ms", v, 1, 60000, &n, "milliseconds", err, len))
+				return -1;
+			a->quiet_ms = n;
+			g = G_REMOVE;
 		} else if (IS("--wait")) {
 			if (!(v = optval(argc, argv, &i, arg, "--wait", err, len)) ||
 			    parse_seconds("--wait", v, 0, 3600, &a->wait, err, len))
@@ -676,6 +693,8 @@ int hp_parse_args(int argc, char **argv, struct hp_args *a, char *err, size_t le
 			return errf(err, len, "remove: say --orderly or --surprise");
 		if (a->mode == HP_MODE_SURPRISE && (a->cancel || timeout_given))
 			return errf(err, len, "remove --surprise takes no --cancel or --timeout");
+		if (a->mode == HP_MODE_ORDERLY && a->quiet_ms)
+			return errf(err, len, "--quiet-ms goes with remove --surprise");
 		if (a->mode == HP_MODE_ORDERLY && wait_guest_given)
 			return errf(err, len, "--wait-guest goes with remove --surprise (an orderly removal "
 				    "ends when the guest is done)");

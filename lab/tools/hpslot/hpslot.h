@@ -189,6 +189,7 @@ struct hp_args {
 	bool cancel;
 	double timeout;
 	double wait_guest;	/* remove --surprise: poll the guest's teardown */
+	long quiet_ms;		/* remove --surprise: yank with HPIE off, set it again this much later */
 	/* add */
 	const char *serial;
 	long size_mib;

@@ -322,16 +322,17 @@ static int surprise(struct hp_args *a, struct hp_out *o, struct hp_ctx *h, struc
 				s->read_after = true;
 			continue;
 		}
-		if (slot_write_here(h, p, hp_yank_value(s->ctl0), s->err, sizeof(s->err))) {
+		uint16_t keep = a->quiet_ms ? s->ctl0 & ~SLTCTL_HPIE : s->ctl0;
+		if (slot_write_here(h, p, hp_yank_value(keep), s->err, sizeof(s->err))) {
 			/* the power-off write may or may not have happened: put the old value back */
 			char e2[256];
 			slot_write(h, p, s->ctl0, e2, sizeof(e2));
 			continue;
 		}
 		s->yanked = true;
-		if (slot_write_here(h, p, s->ctl0, s->err, sizeof(s->err))) {
+		if (slot_write_here(h, p, keep, s->err, sizeof(s->err))) {
 			char e2[256];
-			if (slot_write(h, p, s->ctl0, e2, sizeof(e2)))
+			if (slot_write(h, p, keep, e2, sizeof(e2)))
 				continue;
 			s->err[0] = 0;
 		}
@@ -376,6 +377,27 @@ static int surprise(struct hp_args *a, struct hp_out *o, struct hp_ctx *h, struc
 		snprintf(qms, sizeof(qms), "%.1f ms", (ev_resume - ev_stop) / 1e6);
 	hp_say(o, "domain %s paused %.1f ms (QEMU STOP->RESUME %s) for %d slot(s); resumed at %lld ns realtime\n",
 	       a->domain, paused_ms, qms, a->nslots, resumed_real);
+
+	/* --quiet-ms: give the slots their Hot-Plug Interrupt Enable back */
+	bool *hpie = calloc((size_t)a->nslots, sizeof(*hpie));
+	if (a->quiet_ms) {
+		struct pause q;
+		char qerr[512] = "", qe2[512];
+		hp_sleep(a->quiet_ms / 1000.0);
+		if (pause_begin(h, &q, qerr, sizeof(qerr)) == 0) {
+			for (int i = 0; i < a->nslots; i++) {
+				uint16_t ctl, sta;
+				if (y[i].yanked && !slot_read(h, ports[i], &ctl, &sta, qerr, sizeof(qerr)) &&
+				    !slot_write_here(h, ports[i], ctl | SLTCTL_HPIE, qerr, sizeof(qerr)))
+					hpie[i] = true;
+			}
+		}
+		if (pause_end(h, &q, qe2, sizeof(qe2)) || qerr[0]) {
+			hp_fail(o, "setting Hot-Plug Interrupt Enable back: %s %s", qerr, qe2);
+			rc = HP_EXIT_FAILED;
+		}
+		json_object_object_add(o->root, "quiet_ms", json_object_new_int64(a->quiet_ms));
+	}
 
 	/* --wait-guest: watch the guest tear the slots down (no pause) */
 	for (int i = 0; i < a->nslots; i++)
@@ -430,6 +452,8 @@ static int surprise(struct hp_args *a, struct hp_out *o, struct hp_ctx *h, struc
 			json_object_object_add(j, "sltsta_after", hp_hex16(s->sta1));
 		}
 		json_object_object_add(j, "restored", json_object_new_boolean(s->restored));
+		if (a->quiet_ms)
+			json_object_object_add(j, "hpie_restored", json_object_new_boolean(hpie[i]));
 		int present = device_present(h, p);
 		if (present == 1 && s->read_ok) {
 			/* QEMU kept the device (e.g. the slot was already powered off, so
@@ -496,6 +520,7 @@ static int surprise(struct hp_args *a, struct hp_out *o, struct hp_ctx *h, struc
 			       a->wait_guest, s->guest_off >= 0 ? "yes" : "no");
 	}
 	free(y);
+	free(hpie);
 	if (failed && rc == HP_EXIT_OK) {
 		hp_fail(o, "%d of %d slot(s) were not removed", failed, a->nslots);
 		rc = HP_EXIT_FAILED;

@@ -121,6 +121,13 @@ void test_args(void)
 	/* "--" ends the options: "-5" is then a (bad) slot */
 	BAD("'-5' is not a slot", "remove", "--surprise", "--", "dom", "-5");
 
+	/* remove --surprise --quiet-ms */
+	OK("remove", "--surprise", "--quiet-ms", "3000", "dom", "3");
+	CHECK_EQ(a.quiet_ms, 3000);
+	BAD("--quiet-ms goes with remove --surprise", "remove", "--orderly", "--quiet-ms", "10", "dom", "3");
+	BAD("--quiet-ms", "remove", "--surprise", "--quiet-ms", "0", "dom", "3");
+	BAD("belong to `hpslot remove`", "add", "--quiet-ms", "10", "dom", "3");
+
 	/* add */
 	OK("add", "dom", "3");
 	CHECK(a.cmd == HP_CMD_ADD && a.size_mib == 64 && !a.size_given && !a.serial && !a.node);
