@@ -78,3 +78,46 @@ def test_other_failed_checks_stay_findings_of_their_own():
     assert not rep["ok"]
     assert [f["kind"] for f in rep["findings"]] == ["step"]
     assert re.search("no-stale-nvme-ctrl", rep["findings"][0]["line"])
+
+
+def storm_view(a_serial, a_checks_ok, b_serial="lab1-s2-g0"):
+    slots = [{"slot": "1", "pci": [{"dev": "0000:01:00.0", "ids": "0x1b36:0x0010", "driver": "nvme"}] if a_serial else [],
+              "nvme": [{"name": "nvme0", "serial": a_serial, "state": "live"}] if a_serial else []},
+             {"slot": "2", "pci": [{"dev": "0000:02:00.0", "ids": "0x1b36:0x0010", "driver": "nvme"}],
+              "nvme": [{"name": "nvme1", "serial": b_serial, "state": "live"}]}]
+    checks = [{"name": "slot-as-expected", "ok": a_checks_ok,
+               "detail": f"slot 1: expected empty, guest sees 1 PCI function(s), 1 controller(s), serial {a_serial}"}]
+    return {"slots": slots, "checks": checks, "seconds": 20.1, "log": ["[5.0] pcieport 0000:00:02.0: AER: ..."]}
+
+
+def storm_steps(view, ok):
+    findings = [] if ok else [{"kind": "step", "line": "view-after failed (exit 1)", "context": []}]
+    return {"ok": ok, "findings": findings, "steps": {"view-after": view}}
+
+
+def test_aer_storm_lost_removal_is_one_finding_the_stock_entry_matches():
+    v = storm_view("lab1-s1-g0", False)
+    rep = lks.lab_aer_storm_round(storm_steps(v, False), 1, "yank-same", 1, 2, {"rc": 1}, {"rc": 0})
+    assert not rep["ok"] and rep["round"]["lost_removal"] and rep["round"]["cleaned"]
+    assert [f["kind"] for f in rep["findings"]] == ["reset"]
+    assert rep["findings"][0]["line"].startswith("slot 1: the surprise removal during the slot's reset was lost")
+    for variant in ("stock", "distro"):
+        expected = yaml.safe_load((REPO / f"kernel/expected-failures/{variant}.yml").read_text())
+        record = {"name": "aer-reset-storm", "status": "fail", "findings": rep["findings"]}
+        assert lab_results.lab_apply_expected([record], expected)[0]["status"] == "xfail", variant
+    patched = yaml.safe_load((REPO / "kernel/expected-failures/patched.yml").read_text()) or []
+    assert not [e for e in patched if e.get("scenario") == "aer-reset-storm"]
+
+
+def test_aer_storm_rates_per_kind():
+    good = lks.lab_aer_storm_round(storm_steps(storm_view(None, True), True), 1, "yank-same", 1, 2, {"rc": 0},
+                                   {"skipped": True})
+    kept = lks.lab_aer_storm_round(storm_steps(storm_view("lab1-s1-g0", True), True), 0, "kept", 1, 2, {"rc": 0},
+                                   {"skipped": True})
+    lost = lks.lab_aer_storm_round(storm_steps(storm_view("lab1-s1-g0", False), False), 4, "yank-same", 1, 2,
+                                   {"rc": 1}, {"rc": 0})
+    assert good["ok"] and kept["ok"] and not good["round"]["cleaned"]
+    m = lks.lab_aer_storm_metrics([kept, good, lost])
+    assert m["rounds"] == 3 and m["lost_removals"] == 1 and m["lost_removal_rate"] == 0.5
+    assert m["per_kind"]["yank-same"] == {"rounds": 2, "as_expected": 1, "rate": 0.5}
+    assert m["per_kind"]["kept"]["rate"] == 1.0 and m["per_kind"]["yank-other"]["rounds"] == 0

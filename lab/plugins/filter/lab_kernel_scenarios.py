@@ -98,6 +98,74 @@ def lab_sleep_replacement_metrics(reports):
     }
 
 
+# ---- aer-reset-storm -----------------------------------------------------------
+
+STORM_KINDS = ("kept", "yank-same", "yank-other")
+
+
+def lab_aer_storm_round(rep, round_no, kind, slot_a, slot_b, view_result, clean_result):
+    """A round of aer-reset-storm from its steps' report: a yanked drive the
+    guest still holds after A's reset becomes one finding ("slot A: the
+    surprise removal during the slot's reset was lost: ..."); what the guest
+    showed and whether the stale slot had to be cleaned."""
+    rep = dict(rep)
+    steps = rep.get("steps") or {}
+    view = steps.get("view-after") or _js((view_result or {}).get("stdout", "")) or {}
+    a = _guest_sees(_slot_view(view, slot_a))
+    b = _guest_sees(_slot_view(view, slot_b))
+    failed = [c for c in view.get("checks") or [] if not c.get("ok")]
+    lost = kind == "yank-same" and any(
+        c.get("name") == "slot-as-expected" and f"slot {slot_a}:" in c.get("detail", "") for c in failed)
+    findings = list(rep.get("findings") or [])
+    if lost:
+        findings = [f for f in findings if not f.get("line", "").startswith("view-after failed")]
+        findings.insert(0, {
+            "kind": "reset",
+            "line": f"slot {slot_a}: the surprise removal during the slot's reset was lost: the guest still has "
+                    f"pci_dev {a['pci_dev']} ({a['pci_ids']}, driver {a['driver']}) and nvme {a['nvme']} "
+                    f"({a['nvme_state']}) of a drive QEMU no longer has",
+            "context": [f"{c['name']}: {c['detail']}" for c in failed] + (view.get("log") or [])[-40:]})
+        other = [c for c in failed if not (c.get("name") == "slot-as-expected" and f"slot {slot_a}:" in c["detail"])
+                 and c.get("name") not in ("no-stale-pci-dev", "no-stale-nvme-ctrl", "kernel-log-clean")]
+        for c in other:
+            findings.append({"kind": "step", "line": f"view-after: {c['name']}: {c['detail']}", "context": []})
+    clean = clean_result if clean_result and not clean_result.get("skipped") else None
+    if clean is not None and clean.get("rc") != 0:
+        findings.append({"kind": "step", "line": f"slot {slot_a}: cleaning the stale slot failed "
+                         f"(exit {clean.get('rc')})", "context": str(clean.get("stdout", ""))[-2000:].splitlines()})
+    rep["findings"] = findings
+    rep["ok"] = bool(rep.get("ok")) and not findings
+    rep["round"] = {"round": int(round_no), "kind": kind, "ok": rep["ok"], "lost_removal": lost,
+                    "cleaned": clean is not None, "slot_a": a, "slot_b": b,
+                    "view_seconds": view.get("seconds")}
+    return rep
+
+
+def lab_aer_storm_metrics(reports):
+    """Per kind: rounds, rounds as expected, their rate; lost removals."""
+    rounds = [r.get("round") or {} for r in reports]
+    per_kind = {}
+    for kind in STORM_KINDS:
+        mine = [x for x in rounds if x.get("kind") == kind]
+        ok = sum(1 for x in mine if x.get("ok"))
+        per_kind[kind] = {"rounds": len(mine), "as_expected": ok,
+                          "rate": round(ok / len(mine), 3) if mine else None}
+    lost = sum(1 for x in rounds if x.get("lost_removal"))
+    yanks = per_kind["yank-same"]["rounds"]
+    return {
+        "rounds": len(rounds),
+        "per_kind": per_kind,
+        "lost_removals": lost,
+        "lost_removal_rate": round(lost / yanks, 3) if yanks else None,
+        "per_round": [{k: x.get(k) for k in ("round", "kind", "ok", "lost_removal", "cleaned", "view_seconds")}
+                      for x in rounds],
+        "limits": "QEMU 7.2 keeps the link up across a Secondary Bus Reset (no spurious link change to "
+                  "ignore); the removal during the reset is hpslot's Slot Control recipe with Hot-Plug "
+                  "Interrupt Enable off, so it latches without an interrupt as a real one does while "
+                  "Presence Detect Changed is masked",
+    }
+
+
 # ---- pme-runtime-suspend -----------------------------------------------------
 
 def _pme_port(result):
@@ -138,6 +206,8 @@ class FilterModule:
         return {
             "lab_sleep_replacement_report": lab_sleep_replacement_report,
             "lab_sleep_replacement_metrics": lab_sleep_replacement_metrics,
+            "lab_aer_storm_round": lab_aer_storm_round,
+            "lab_aer_storm_metrics": lab_aer_storm_metrics,
             "lab_pme_runtime_report": lab_pme_runtime_report,
             "lab_pme_runtime_metrics": lab_pme_runtime_metrics,
         }
