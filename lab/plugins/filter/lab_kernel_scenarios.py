@@ -1,5 +1,5 @@
 """Filters of the scenarios that show the kernel series' patches stock vs
-patched: sleep-replacement (0003) and aer-reset-storm (0002)."""
+patched: sleep-replacement (0004) and aer-reset-storm (0002)."""
 
 import json
 import re
