@@ -181,3 +181,69 @@ def test_runtime_pm_judgement_fails_what_is_wrong(breakage, failed):
     assert any(failed in c["name"] for c in rep["checks"] if not c["ok"]), \
         [c["name"] for c in rep["checks"] if not c["ok"]]
 
+
+def sleep_case(name, hotadd, calls_trace_seq):
+    before = {"ports": [port(2, runtime_status="suspended", power_state="D3cold", irq_count=3,
+                             wakeup="enabled" if name == "wake" else "disabled")]}
+    after_state = ("active", "D0") if hotadd else ("suspended", "D3cold")
+    after = {"ports": [port(2, runtime_status=after_state[0], power_state=after_state[1], irq_count=4)]}
+    log = ["[10.0] PM: suspend entry (s2idle)", "[10.1] PM: suspend-to-idle",
+           "[20.0] PM: Triggering wakeup from IRQ 9", "[20.1] PM: resume from suspend-to-idle"]
+    if hotadd:
+        log.append("[21.0] pcieport 0000:00:03.0: pciehp: Slot(2): Card present")
+    return {"before": before, "after": after, "view": {"ok": True}, "log": log, "wake_irq": "9\n",
+            "seq": calls_trace_seq, "hotadd": hotadd}
+
+
+SLEEP_TRACE = """pciehp-lab-acpi 20 1 S18 _S0W
+pciehp-lab-acpi 21 1 S18 _S0W
+pciehp-lab-acpi 22 1 S18.PW18 _ON
+pciehp-lab-acpi 23 1 S18 _PS0
+pciehp-lab-acpi 24 1 S18 _DSW 1 0 3
+pciehp-lab-acpi 25 1 S18 _PS3
+pciehp-lab-acpi 26 1 S18.PW18 _OFF
+pciehp-lab-acpi 27 1 S18.PW18 _ON
+pciehp-lab-acpi 28 1 S18 _PS0
+pciehp-lab-acpi 29 1 S18 _DSW 0 0 0
+"""
+
+
+def sleep_args():
+    roles = lab_pm.lab_pm_roles(lab_topology.lab_slot_map(
+        profile(lab_firmware="thunderbolt", lab_firmware_slots=[2, 3]), 1))
+    cases = {"runtime": sleep_case("runtime", False, 10), "wake": sleep_case("wake", True, 21)}
+    trace = lab_pm.lab_acpi_trace(TRACE + SLEEP_TRACE)
+    cases["runtime"]["seq"] = 18
+    return roles, cases, trace
+
+
+def test_system_sleep_judgement_passes_a_good_run():
+    roles, cases, trace = sleep_args()
+    # the runtime case saw only _S0W (seq 20, 21) before the wake case began at 21
+    rep = lab_pm.lab_system_sleep_report(roles, {"runtime": {**cases["runtime"], "seq": 18}}, trace[:20])
+    assert rep["ok"], [c for c in rep["checks"] if not c["ok"]]
+    rep = lab_pm.lab_system_sleep_report(roles, {"wake": cases["wake"]}, trace)
+    assert rep["ok"], [c for c in rep["checks"] if not c["ok"]]
+    assert rep["cases"]["wake"]["wake_irq"] == 9
+
+
+@pytest.mark.parametrize("breakage,failed", [
+    (lambda c: c["wake"].update(wake_irq="24\n"), "woken by the ACPI SCI"),
+    (lambda c: c["wake"]["log"].insert(2, "[15] pcieport 0000:00:03.0: pciehp: Slot(2): Link Down"),
+     "nothing from the port"),
+    (lambda c: c["wake"].update(log=c["wake"]["log"][:1]), "entered and left"),
+    (lambda c: c["wake"].update(seq=26), "_DSW(1)"),
+])
+def test_system_sleep_judgement_fails_what_is_wrong(breakage, failed):
+    roles, cases, trace = sleep_args()
+    breakage(cases)
+    rep = lab_pm.lab_system_sleep_report(roles, {"wake": cases["wake"]}, trace)
+    assert any(failed in c["name"] for c in rep["checks"] if not c["ok"]), \
+        [c["name"] for c in rep["checks"] if not c["ok"]]
+
+
+def test_system_sleep_cases_see_only_their_own_calls():
+    roles, cases, trace = sleep_args()
+    rep = lab_pm.lab_system_sleep_report(roles, cases, trace)
+    assert rep["cases"]["runtime"]["calls"] == ["_S0W", "_S0W"]
+    assert rep["ok"], [c for c in rep["checks"] if not c["ok"]]

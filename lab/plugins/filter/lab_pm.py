@@ -266,6 +266,86 @@ def _active_to_suspended(port):
     return out
 
 
+def _wake_irq(log, wake_irq_file):
+    """The IRQ that ended the last sleep: /sys/power/pm_wakeup_irq, else the
+    last 'Triggering wakeup from IRQ N' line (pm_debug_messages)."""
+    try:
+        return int(str(wake_irq_file).strip())
+    except ValueError:
+        hits = [re.search(r"Triggering wakeup from IRQ (\d+)", line) for line in log]
+        hits = [int(h.group(1)) for h in hits if h]
+        return hits[-1] if hits else None
+
+
+def _sleep_window(log):
+    """Kernel log lines from entering to leaving suspend-to-idle."""
+    start = [i for i, line in enumerate(log) if "PM: suspend-to-idle" in line]
+    end = [i for i, line in enumerate(log) if "resume from suspend-to-idle" in line]
+    if not start or not end:
+        return None
+    return log[start[-1]:end[-1] + 1]
+
+
+def lab_system_sleep_report(roles, cases, trace, sci_irq=9):
+    """Checks of system-sleep (playbooks/scenarios/system-sleep.yml). cases:
+    {name: {before, after: labprobe pm reports; view: labprobe view report;
+    log: kernel log lines since the case began; wake_irq: pm_wakeup_irq's
+    text; seq: trace seq before the sleep; hotadd: bool}} for 'runtime'
+    (the port left runtime-suspended, power/wakeup as the kernel set it) and
+    'wake' (power/wakeup enabled, as seed 005 does for a bridge_d3 port)."""
+    c = _Checks()
+    A = roles["tb_drive"]
+    pr = A["power_resource"]
+    out = {}
+    for name, case in cases.items():
+        before = _ports(case.get("before")).get(str(A["slot"]), {})
+        after = _ports(case.get("after")).get(str(A["slot"]), {})
+        log = case.get("log") or []
+        window = _sleep_window(log)
+        later = [int(x.get("seq") or 0) for x in cases.values() if int(x.get("seq") or 0) > int(case.get("seq") or 0)]
+        calls = _calls(_between(trace, case.get("seq"), min(later) if later else None), A["acpi_name"])
+        irq = _wake_irq(log, case.get("wake_irq", ""))
+        c.add(before.get("runtime_status") == "suspended" and before.get("power_state") == "D3cold",
+              f"{name}: slot {A['slot']} in D3cold before the sleep",
+              f"{before.get('runtime_status')} {before.get('power_state')} wakeup {before.get('wakeup')}")
+        c.add(window is not None, f"{name}: the guest entered and left suspend-to-idle",
+              f"{len(log)} log lines since the case began")
+        c.add(irq == sci_irq, f"{name}: woken by the ACPI SCI (the lab's power button), not by the port",
+              f"wake irq {irq}, the port's irqs counted {before.get('irq_count')} -> {after.get('irq_count')}",
+              "seed 002: a port's own hotplug interrupt must not wake the system")
+        port_lines = [line for line in (window or []) if f"Slot({A['slot']})" in line or A["address"] in line]
+        c.add(window is not None and not port_lines, f"{name}: nothing from the port while asleep",
+              f"{port_lines[:3]}")
+        if name == "runtime":
+            c.add(after.get("runtime_status") == "suspended" and after.get("power_state") == "D3cold",
+                  f"{name}: slot {A['slot']} still in D3cold after resume",
+                  f"{after.get('runtime_status')} {after.get('power_state')}",
+                  "DPM_FLAG_SMART_SUSPEND and pci_dev_need_resume() false: pci_pm_suspend() leaves it")
+            c.add(not [x for x in calls if x.startswith(("_PS0", "_DSW", pr + "._ON"))],
+                  f"{name}: no ACPI power or wake method ran for the port", f"calls {calls}")
+        else:
+            wanted = [pr + "._ON", "_PS0", "_DSW 1 0 3", "_PS3", pr + "._OFF", pr + "._ON", "_PS0", "_DSW 0 0 0"]
+            c.add(_in_order(calls, wanted), f"{name}: trace resume, _DSW(1), _PS3, _OFF; then _ON, _PS0, _DSW(0)",
+                  f"calls {calls}",
+                  "pci_pm_suspend() resumes it (acpi_pci_need_resume: wakeup enabled), pci_prepare_to_sleep(): "
+                  "acpi_pci_wakeup() -> _DSW, then D3cold; resume_noirq powers it up, pci_enable_wake(off)")
+        if case.get("hotadd"):
+            view = case.get("view") or {}
+            c.add(bool(view.get("ok")), f"{name}: the drive added during sleep is bound after resume",
+                  f"view ok {view.get('ok')}")
+            mine = [line for line in log if f"Slot({A['slot']})" in line]
+            present = [line for line in mine if "Card present" in line]
+            gone = [line for line in mine if "Card not present" in line or "Link Down" in line]
+            c.add(len(present) == 1 and not gone, f"{name}: brought up once, no stale event",
+                  f"{len(present)} 'Card present', {len(gone)} 'Card not present'/'Link Down'")
+        else:
+            view = case.get("view") or {}
+            c.add(bool(view.get("ok")), f"{name}: slot {A['slot']} empty as QEMU has it", f"view ok {view.get('ok')}")
+        out[name] = {"wake_irq": irq, "calls": calls,
+                     "slept_log": (window or [])[:1] + (window or [])[-1:]}
+    return {"ok": not c.failed(), "checks": c.list, "cases": out}
+
+
 def lab_pm_findings(report, name):
     return [{"kind": name, "line": f"{ch['name']}: {ch['detail']}", "context": [ch["why"]] if ch["why"] else []}
             for ch in report["checks"] if not ch["ok"]]
@@ -281,5 +361,6 @@ class FilterModule:
             "lab_pm_roles": lab_pm_roles,
             "lab_pm_missing_roles": lab_pm_missing_roles,
             "lab_runtime_pm_report": lab_runtime_pm_report,
+            "lab_system_sleep_report": lab_system_sleep_report,
             "lab_pm_findings": lab_pm_findings,
         }
