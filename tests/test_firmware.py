@@ -195,34 +195,40 @@ def sleep_case(name, hotadd, calls_trace_seq):
             "seq": calls_trace_seq, "hotadd": hotadd}
 
 
-SLEEP_TRACE = """pciehp-lab-acpi 20 1 S18 _S0W
-pciehp-lab-acpi 21 1 S18 _S0W
-pciehp-lab-acpi 22 1 S18.PW18 _ON
-pciehp-lab-acpi 23 1 S18 _PS0
-pciehp-lab-acpi 24 1 S18 _DSW 1 0 3
-pciehp-lab-acpi 25 1 S18 _PS3
-pciehp-lab-acpi 26 1 S18.PW18 _OFF
-pciehp-lab-acpi 27 1 S18.PW18 _ON
-pciehp-lab-acpi 28 1 S18 _PS0
-pciehp-lab-acpi 29 1 S18 _DSW 0 0 0
+# ticks are the ACPI Timer (100 ns): the sleeps of both cases' logs run from
+# 10.1 s to 20.1 s; the runtime case (seq 20-26) is powered up at resume and
+# runtime-suspended again, the wake case (27-36) goes down before and up after
+SLEEP_TRACE = """pciehp-lab-acpi 20 90000000 S18 _S0W
+pciehp-lab-acpi 21 90000000 S18 _S0W
+pciehp-lab-acpi 22 202000000 S18.PW18 _ON
+pciehp-lab-acpi 23 202000000 S18 _PS0
+pciehp-lab-acpi 24 215000000 S18 _S0W
+pciehp-lab-acpi 25 215000000 S18 _PS3
+pciehp-lab-acpi 26 215000000 S18.PW18 _OFF
+pciehp-lab-acpi 27 95000000 S18.PW18 _ON
+pciehp-lab-acpi 28 95000000 S18 _PS0
+pciehp-lab-acpi 29 95000000 S18 _S0W
+pciehp-lab-acpi 30 96000000 S18 _DSW 1 0 3
+pciehp-lab-acpi 31 96000000 S18 _PS3
+pciehp-lab-acpi 32 96000000 S18.PW18 _OFF
+pciehp-lab-acpi 33 205000000 S18.PW18 _ON
+pciehp-lab-acpi 34 205000000 S18 _PS0
+pciehp-lab-acpi 35 205000000 S18 _DSW 0 0 0
+pciehp-lab-acpi 36 205000000 S18 _S0W
 """
 
 
 def sleep_args():
     roles = lab_pm.lab_pm_roles(lab_topology.lab_slot_map(
         profile(lab_firmware="thunderbolt", lab_firmware_slots=[2, 3]), 1))
-    cases = {"runtime": sleep_case("runtime", False, 10), "wake": sleep_case("wake", True, 21)}
-    trace = lab_pm.lab_acpi_trace(TRACE + SLEEP_TRACE)
-    cases["runtime"]["seq"] = 18
-    return roles, cases, trace
+    cases = {"runtime": {**sleep_case("runtime", False, 19), "seq_end": 26},
+             "wake": {**sleep_case("wake", True, 26), "seq_end": 36}}
+    return roles, cases, lab_pm.lab_acpi_trace(TRACE + SLEEP_TRACE)
 
 
 def test_system_sleep_judgement_passes_a_good_run():
     roles, cases, trace = sleep_args()
-    # the runtime case saw only _S0W (seq 20, 21) before the wake case began at 21
-    rep = lab_pm.lab_system_sleep_report(roles, {"runtime": {**cases["runtime"], "seq": 18}}, trace[:20])
-    assert rep["ok"], [c for c in rep["checks"] if not c["ok"]]
-    rep = lab_pm.lab_system_sleep_report(roles, {"wake": cases["wake"]}, trace)
+    rep = lab_pm.lab_system_sleep_report(roles, cases, trace)
     assert rep["ok"], [c for c in rep["checks"] if not c["ok"]]
     assert rep["cases"]["wake"]["wake_irq"] == 9
 
@@ -232,7 +238,8 @@ def test_system_sleep_judgement_passes_a_good_run():
     (lambda c: c["wake"]["log"].insert(2, "[15] pcieport 0000:00:03.0: pciehp: Slot(2): Link Down"),
      "nothing from the port"),
     (lambda c: c["wake"].update(log=c["wake"]["log"][:1]), "entered and left"),
-    (lambda c: c["wake"].update(seq=26), "_DSW(1)"),
+    (lambda c: c["wake"].update(seq=30), "_DSW(1)"),
+    (lambda c: c["wake"]["log"].__setitem__(1, "[9.5] PM: suspend-to-idle"), "while asleep"),
 ])
 def test_system_sleep_judgement_fails_what_is_wrong(breakage, failed):
     roles, cases, trace = sleep_args()
@@ -245,5 +252,11 @@ def test_system_sleep_judgement_fails_what_is_wrong(breakage, failed):
 def test_system_sleep_cases_see_only_their_own_calls():
     roles, cases, trace = sleep_args()
     rep = lab_pm.lab_system_sleep_report(roles, cases, trace)
-    assert rep["cases"]["runtime"]["calls"] == ["_S0W", "_S0W"]
-    assert rep["ok"], [c for c in rep["checks"] if not c["ok"]]
+    assert rep["cases"]["runtime"]["calls"] == ["_S0W", "_S0W", "PW18._ON", "_PS0", "_S0W", "_PS3", "PW18._OFF"]
+
+
+def test_system_sleep_runtime_case_fails_on_a_wake_method():
+    roles, cases, trace = sleep_args()
+    trace.insert(20, {"seq": 21, "ticks": 90000000, "object": "S18", "method": "_DSW", "args": ["1", "0", "3"]})
+    rep = lab_pm.lab_system_sleep_report(roles, {"runtime": cases["runtime"]}, trace)
+    assert any("no _DSW" in c["name"] for c in rep["checks"] if not c["ok"])

@@ -286,6 +286,23 @@ def _sleep_window(log):
     return log[start[-1]:end[-1] + 1]
 
 
+def _log_time(line):
+    m = re.match(r"\[\s*(\d+\.\d+)\]", line)
+    return float(m.group(1)) if m else None
+
+
+def _asleep(records, window):
+    """Trace records whose ACPI Timer time (100 ns ticks, the kernel's
+    jiffies-based clock) falls inside the suspend-to-idle window."""
+    if not window:
+        return []
+    start, end = _log_time(window[0]), _log_time(window[-1])
+    if start is None or end is None:
+        return []
+    return [f"{t['object']} {t['method']} at {t['ticks'] / 1e7:.3f} s" for t in records
+            if start < t["ticks"] / 1e7 < end]
+
+
 def lab_system_sleep_report(roles, cases, trace, sci_irq=9):
     """Checks of system-sleep (playbooks/scenarios/system-sleep.yml). cases:
     {name: {before, after: labprobe pm reports; view: labprobe view report;
@@ -302,8 +319,10 @@ def lab_system_sleep_report(roles, cases, trace, sci_irq=9):
         after = _ports(case.get("after")).get(str(A["slot"]), {})
         log = case.get("log") or []
         window = _sleep_window(log)
-        later = [int(x.get("seq") or 0) for x in cases.values() if int(x.get("seq") or 0) > int(case.get("seq") or 0)]
-        calls = _calls(_between(trace, case.get("seq"), min(later) if later else None), A["acpi_name"])
+        records = [t for t in _between(trace, case.get("seq"), case.get("seq_end"))
+                   if t["object"].split(".")[0] == A["acpi_name"]]
+        calls = _calls(records, A["acpi_name"])
+        asleep = _asleep(records, window)
         irq = _wake_irq(log, case.get("wake_irq", ""))
         c.add(before.get("runtime_status") == "suspended" and before.get("power_state") == "D3cold",
               f"{name}: slot {A['slot']} in D3cold before the sleep",
@@ -313,6 +332,8 @@ def lab_system_sleep_report(roles, cases, trace, sci_irq=9):
         c.add(irq == sci_irq, f"{name}: woken by the ACPI SCI (the lab's power button), not by the port",
               f"wake irq {irq}, the port's irqs counted {before.get('irq_count')} -> {after.get('irq_count')}",
               "seed 002: a port's own hotplug interrupt must not wake the system")
+        c.add(window is not None and not asleep, f"{name}: no ACPI method of the port ran while asleep",
+              f"{asleep}", "ACPI Timer ticks (100 ns) against the kernel log's suspend-to-idle window")
         port_lines = [line for line in (window or []) if f"Slot({A['slot']})" in line or A["address"] in line]
         c.add(window is not None and not port_lines, f"{name}: nothing from the port while asleep",
               f"{port_lines[:3]}")
@@ -321,8 +342,12 @@ def lab_system_sleep_report(roles, cases, trace, sci_irq=9):
                   f"{name}: slot {A['slot']} still in D3cold after resume",
                   f"{after.get('runtime_status')} {after.get('power_state')}",
                   "DPM_FLAG_SMART_SUSPEND and pci_dev_need_resume() false: pci_pm_suspend() leaves it")
-            c.add(not [x for x in calls if x.startswith(("_PS0", "_DSW", pr + "._ON"))],
-                  f"{name}: no ACPI power or wake method ran for the port", f"calls {calls}")
+            c.add(not [x for x in calls if x.startswith("_DSW")] and
+                  _in_order(calls, [pr + "._ON", "_PS0", "_PS3", pr + "._OFF"]),
+                  f"{name}: powered up at resume, back to D3cold by runtime PM, no _DSW", f"calls {calls}",
+                  "pci_pm_suspend() leaves it suspended (DPM_FLAG_SMART_SUSPEND, pci_dev_need_resume() false), "
+                  "but portdrv does not set DPM_FLAG_MAY_SKIP_RESUME, so pci_pm_resume_noirq() powers it up "
+                  "(_ON, _PS0) and runtime PM suspends it again")
         else:
             wanted = [pr + "._ON", "_PS0", "_DSW 1 0 3", "_PS3", pr + "._OFF", pr + "._ON", "_PS0", "_DSW 0 0 0"]
             c.add(_in_order(calls, wanted), f"{name}: trace resume, _DSW(1), _PS3, _OFF; then _ON, _PS0, _DSW(0)",
