@@ -84,6 +84,9 @@ class _PatientAgent:
 
 _PATIENT = _PatientAgent()
 base.libvirt_qemu = _PATIENT
+# libvirt prints every error to stderr by default, the retried ones too;
+# errors that matter reach Ansible as exceptions all the same
+libvirt.registerErrorHandler(lambda _ctx, _err: None, None)
 
 
 class Connection(base.Connection):
