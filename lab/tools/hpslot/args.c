@@ -38,7 +38,7 @@ void hp_usage(FILE *f)
 "  status DOMAIN [SLOT...]                        one line a slot: registers and drive\n"
 "  remove --orderly [--cancel] [--timeout S] DOMAIN SLOT...\n"
 "                                                 attention-button removal (device_del)\n"
-"  remove --surprise [--wait-guest S] DOMAIN SLOT...\n"
+"  remove --surprise [--wait-guest S] [--quiet-ms MS] [--stagger-ms MS] DOMAIN SLOT...\n"
 "                                                 surprise removal of all SLOTs in one pause\n"
 "  add [--serial S] [--size MIB] [--node NAME] [--wait S] [--force] DOMAIN SLOT...\n"
 "                                                 hot-add an NVMe drive into each SLOT\n"
@@ -108,7 +108,8 @@ void hp_cmd_help(FILE *f, enum hp_cmd c)
 	case HP_CMD_REMOVE:
 		fprintf(f,
 "usage: hpslot remove --orderly [--cancel] [--timeout S] [-c URI] [--json] DOMAIN SLOT...\n"
-"       hpslot remove --surprise [--wait-guest S] [--quiet-ms MS] [-c URI] [--json] DOMAIN SLOT...\n"
+"       hpslot remove --surprise [--wait-guest S] [--quiet-ms MS] [--stagger-ms MS]\n"
+"                    [-c URI] [--json] DOMAIN SLOT...\n"
 "\n"
 "Every SLOT must hold a drive and the domain must be running; otherwise nothing\n"
 "is done (exit 3). Removed drives' block nodes are kept, so `hpslot add` puts\n"
@@ -134,8 +135,10 @@ void hp_cmd_help(FILE *f, enum hp_cmd c)
 "  (5 s after the second press).\n"
 "--surprise: host-initiated surprise removal of ALL named slots in ONE pause:\n"
 "  stop; save 0xCF8 (HMP `i /w 0xcf8`; in HMP /w is 32 bits, /h 16); then for\n"
-"  each slot: 0xCF8 = 0x80000000|dev<<11|fn<<8|(reg&0xfc) for the port's Slot\n"
-"  Control (bus 0; offset from the capability walk), read Slot Control/Status\n"
+"  each slot: 0xCF8 = 0x80000000|bus<<16|dev<<11|fn<<8|(reg&0xfc) for the\n"
+"  port's Slot Control (bus: where the guest enumerated the port -- 0 for a\n"
+"  root port, the switch's internal bus for a JBOF's downstream port, from\n"
+"  query-pci; offset from the capability walk), read Slot Control/Status\n"
 "  (`i /w 0xcfc`), write Slot Control = old|0x0700 (`o /h 0xcfc+(reg&3)`:\n"
 "  power off + power indicator off, so QEMU unplugs the endpoint at once,\n"
 "  clears PDS and sets PDC), write the old value back (so the guest's pciehp\n"
@@ -163,6 +166,13 @@ void hp_cmd_help(FILE *f, enum hp_cmd c)
 "  Meanwhile the guest's own Slot Control writes keep it clear (they\n"
 "  read-modify-write) and get no Command Completed interrupt: 6.1 pciehp\n"
 "  then waits 1 s per command and logs \"Timeout on hotplug command\".\n"
+"  A SLOT whose root port holds a switch (a JBOF: x3130-upstream) yanks the\n"
+"  whole JBOF: QEMU deletes the switch, its downstream ports and every drive\n"
+"  below at once; hpslot checks that all of them are gone (\"below\").\n"
+"--stagger-ms MS (with --surprise): one pause a slot, in the order given,\n"
+"  with MS ms of guest run time between them instead of one pause for all,\n"
+"  e.g. a drive in a JBOF and then, MS ms later, the JBOF's root port -- so\n"
+"  the guest is tearing the first slot down when the second goes.\n"
 "--wait-guest S (with --surprise): after resuming, poll the slots' registers\n"
 "  (ECAM, no pause) for up to S seconds and report when the guest powered each\n"
 "  slot off (its pciehp finished unbinding the driver) and turned the power\n"
@@ -410,7 +420,7 @@ static int parse_long(const char *opt, const char *v, long min, long max, long *
 
 /* Option groups: which command each option belongs to. */
 enum {
-	G_REMOVE = 1 << 0,	/* --orderly --surprise --cancel --timeout --wait-guest */
+	G_REMOVE = 1 << 0,	/* --orderly --surprise --cancel --timeout --wait-guest --quiet-ms --stagger-ms */
 	G_ADD = 1 << 1,		/* --size --node --prop --force */
 	G_SERIAL = 1 << 2,	/* --serial: add, swap */
 	G_WAIT = 1 << 3,	/* --wait: add, storm */
@@ -438,6 +448,7 @@ int hp_parse_args(int argc, char **argv, struct hp_args *a, char *err, size_t le
 	const char *first_opt[8] = { 0 };	/* first option seen of each group (bit index) */
 	int npos = 0, groups = 0;
 	bool dashdash = false, timeout_given = false, wait_given = false, wait_guest_given = false;
+	bool stagger_given = false;
 	bool count_given = false;
 
 	memset(a, 0, sizeof(*a));
@@ -508,6 +519,12 @@ int hp_parse_args(int argc, char **argv, struct hp_args *a, char *err, size_t le
 			    parse_long("--quiet-ms", v, 1, 60000, &n, "milliseconds", err, len))
 				return -1;
 			a->quiet_ms = n;
+			g = G_REMOVE;
+		} else if (IS("--stagger-ms")) {
+			if (!(v = optval(argc, argv, &i, arg, "--stagger-ms", err, len)) ||
+			    parse_long("--stagger-ms", v, 0, 60000, &a->stagger_ms, "milliseconds", err, len))
+				return -1;
+			stagger_given = true;
 			g = G_REMOVE;
 		} else if (IS("--wait")) {
 			if (!(v = optval(argc, argv, &i, arg, "--wait", err, len)) ||
@@ -695,6 +712,8 @@ int hp_parse_args(int argc, char **argv, struct hp_args *a, char *err, size_t le
 			return errf(err, len, "remove --surprise takes no --cancel or --timeout");
 		if (a->mode == HP_MODE_ORDERLY && a->quiet_ms)
 			return errf(err, len, "--quiet-ms goes with remove --surprise");
+		if (a->mode == HP_MODE_ORDERLY && stagger_given)
+			return errf(err, len, "--stagger-ms goes with remove --surprise");
 		if (a->mode == HP_MODE_ORDERLY && wait_guest_given)
 			return errf(err, len, "--wait-guest goes with remove --surprise (an orderly removal "
 				    "ends when the guest is done)");

@@ -190,6 +190,7 @@ struct hp_args {
 	double timeout;
 	double wait_guest;	/* remove --surprise: poll the guest's teardown */
 	long quiet_ms;		/* remove --surprise: yank with HPIE off, set it again this much later */
+	long stagger_ms;	/* remove --surprise: one pause a slot, this far apart */
 	/* add */
 	const char *serial;
 	long size_mib;

@@ -242,6 +242,7 @@ static int qemu_surprise(struct hp_ctx *h, const struct hp_port *p, char *err, s
 
 struct yank {
 	uint16_t ctl0, sta0, ctl1, sta1;
+	long long stop_sent;	/* monotonic ns: the pause this slot went in */
 	long long yank_real, yank_mono;
 	double guest_off, guest_done;	/* s after resume, -1 not seen */
 	bool read_ok, yanked, restored, read_after;
@@ -280,87 +281,110 @@ static int switch_gone(struct hp_ctx *h, struct hp_topo *t, const struct hp_port
 	return left;
 }
 
+/* Yank one slot; the domain is paused and 0xCF8 saved. The lab's QEMU pulls
+ * the card itself (x-surprise-removal); Debian's gets the config-cycle recipe,
+ * with Hot-Plug Interrupt Enable left off for --quiet-ms. */
+static void yank_one(struct hp_ctx *h, struct hp_port *p, struct yank *s, long quiet_ms)
+{
+	if (slot_read(h, p, &s->ctl0, &s->sta0, s->err, sizeof(s->err)))
+		return;
+	s->read_ok = true;
+	s->yank_mono = hp_mono_ns();
+	s->yank_real = hp_real_ns();
+	if (s->qemu) {
+		/* Slot Control is not touched: nothing to restore */
+		if (qemu_surprise(h, p, s->err, sizeof(s->err)))
+			return;
+		s->yanked = s->restored = true;
+		if (!slot_read(h, p, &s->ctl1, &s->sta1, s->err, sizeof(s->err)))
+			s->read_after = true;
+		return;
+	}
+	uint16_t keep = quiet_ms ? s->ctl0 & ~SLTCTL_HPIE : s->ctl0;
+	if (slot_write_here(h, p, hp_yank_value(keep), s->err, sizeof(s->err))) {
+		/* the power-off write may or may not have happened: put the old value back */
+		char e2[256];
+		slot_write(h, p, s->ctl0, e2, sizeof(e2));
+		return;
+	}
+	s->yanked = true;
+	if (slot_write_here(h, p, keep, s->err, sizeof(s->err))) {
+		char e2[256];
+		if (slot_write(h, p, keep, e2, sizeof(e2)))
+			return;
+		s->err[0] = 0;
+	}
+	s->restored = true;
+	uint32_t v;
+	if (!hp_cfg_read32_here(h, &v, s->err, sizeof(s->err))) {
+		s->ctl1 = (uint16_t)v;
+		s->sta1 = (uint16_t)(v >> 16);
+		s->read_after = true;
+	}
+}
+
 static int surprise(struct hp_args *a, struct hp_out *o, struct hp_ctx *h, struct hp_topo *t,
 		    struct hp_port **ports)
 {
 	struct yank *y = calloc((size_t)a->nslots, sizeof(*y));
-	struct pause ps;
+	struct pause ps, first = { 0 };
 	char err[512] = "", perr[512] = "";
 	int rc = HP_EXIT_OK, failed = 0;
 	long long t_before = hp_real_ns();
+	/* all slots in one pause, or (--stagger-ms) one pause a slot */
+	int step = a->stagger_ms > 0 ? 1 : a->nslots;
+	double paused_ms = 0, paused_min_ms = 0;
 
 	/* before the pause: which ports can pull the card themselves */
 	for (int i = 0; i < a->nslots; i++)
 		y[i].qemu = hp_port_qemu_surprise(h, ports[i]) == 1;
-	if (pause_begin(h, &ps, err, sizeof(err))) {
-		if (!ps.stopped) {
-			hp_fail(o, "could not stop the domain: %s; nothing changed", err);
-			free(y);
-			return ps.not_running ? HP_EXIT_REFUSED : HP_EXIT_FAILED;
+	for (int g = 0; g < a->nslots; g += step) {
+		if (g > 0)
+			hp_sleep(a->stagger_ms / 1000.0);
+		if (pause_begin(h, &ps, err, sizeof(err))) {
+			if (ps.stopped)	/* stopped but 0xCF8 unreadable: resume */
+				pause_end(h, &ps, perr, sizeof(perr));
+			if (g == 0) {
+				hp_fail(o, "could not %s the domain: %s; %snothing changed", ps.stopped ? "use" : "stop",
+					err, ps.stopped ? "resumed, " : "");
+				free(y);
+				return ps.not_running ? HP_EXIT_REFUSED : HP_EXIT_FAILED;
+			}
+			for (int i = g; i < a->nslots; i++)
+				snprintf(y[i].err, sizeof(y[i].err), "not yanked: pausing for it failed: %.400s", err);
+			break;
 		}
-		/* stopped but 0xCF8 unreadable: resume, nothing changed */
-		pause_end(h, &ps, perr, sizeof(perr));
-		hp_fail(o, "%s; resumed, nothing changed", err);
-		free(y);
-		return HP_EXIT_FAILED;
-	}
-	json_object_object_add(o->root, "guest_asleep", json_object_new_boolean(ps.asleep));
-	for (int i = 0; i < a->nslots; i++) {
-		struct hp_port *p = ports[i];
-		struct yank *s = &y[i];
-		if (slot_read(h, p, &s->ctl0, &s->sta0, s->err, sizeof(s->err)))
-			continue;
-		s->read_ok = true;
-		s->yank_mono = hp_mono_ns();
-		s->yank_real = hp_real_ns();
-		if (s->qemu) {
-			/* Slot Control is not touched: nothing to restore */
-			if (qemu_surprise(h, p, s->err, sizeof(s->err)))
-				continue;
-			s->yanked = s->restored = true;
-			if (!slot_read(h, p, &s->ctl1, &s->sta1, s->err, sizeof(s->err)))
-				s->read_after = true;
-			continue;
+		if (g == 0) {
+			first = ps;
+			json_object_object_add(o->root, "guest_asleep", json_object_new_boolean(ps.asleep));
 		}
-		uint16_t keep = a->quiet_ms ? s->ctl0 & ~SLTCTL_HPIE : s->ctl0;
-		if (slot_write_here(h, p, hp_yank_value(keep), s->err, sizeof(s->err))) {
-			/* the power-off write may or may not have happened: put the old value back */
-			char e2[256];
-			slot_write(h, p, s->ctl0, e2, sizeof(e2));
-			continue;
+		for (int i = g; i < g + step && i < a->nslots; i++) {
+			y[i].stop_sent = ps.stop_sent;
+			yank_one(h, ports[i], &y[i], a->quiet_ms);
 		}
-		s->yanked = true;
-		if (slot_write_here(h, p, keep, s->err, sizeof(s->err))) {
-			char e2[256];
-			if (slot_write(h, p, keep, e2, sizeof(e2)))
-				continue;
-			s->err[0] = 0;
+		if (pause_end(h, &ps, perr, sizeof(perr))) {
+			hp_fail(o, "%s", perr);
+			rc = HP_EXIT_FAILED;
+			break;
 		}
-		s->restored = true;
-		uint32_t v;
-		if (!hp_cfg_read32_here(h, &v, s->err, sizeof(s->err))) {
-			s->ctl1 = (uint16_t)v;
-			s->sta1 = (uint16_t)(v >> 16);
-			s->read_after = true;
-		}
-	}
-	if (pause_end(h, &ps, perr, sizeof(perr))) {
-		hp_fail(o, "%s", perr);
-		rc = HP_EXIT_FAILED;
+		paused_ms += (ps.cont_done - ps.stop_sent) / 1e6;
+		paused_min_ms += (ps.cont_sent - ps.stop_done) / 1e6;
 	}
 	if (o->after_resume && !ps.stopped)
 		o->after_resume(o, h, ps.cont_done, o->after_resume_arg);
-	double paused_ms = (ps.cont_done - ps.stop_sent) / 1e6;
 	json_object_object_add(o->root, "paused_ms", hp_num(paused_ms, 3));
-	json_object_object_add(o->root, "paused_min_ms",
-			       hp_num((ps.cont_sent - ps.stop_done) / 1e6, 3));
-	json_object_object_add(o->root, "stop_ns", json_object_new_int64(ps.stop_real));
-	long long resumed_real = ps.stop_real + (ps.cont_done - ps.stop_sent);
+	json_object_object_add(o->root, "paused_min_ms", hp_num(paused_min_ms, 3));
+	json_object_object_add(o->root, "stop_ns", json_object_new_int64(first.stop_real));
+	long long resumed_real = first.stop_real + (ps.cont_done - first.stop_sent);
 	json_object_object_add(o->root, "resumed_ns", json_object_new_int64(resumed_real));
+	if (step == 1 && a->nslots > 1) {
+		json_object_object_add(o->root, "stagger_ms", json_object_new_int64(a->stagger_ms));
+		json_object_object_add(o->root, "pauses", json_object_new_int(a->nslots));
+	}
 
 	/* QEMU's own STOP/RESUME timestamps (monitor events), when they came */
 	long long ev_stop = -1, ev_resume = -1;
-	for (double t0 = hp_mono(); hp_mono() - t0 < 0.5;) {
+	for (double t0 = hp_mono(); step == a->nslots && hp_mono() - t0 < 0.5;) {
 		/* ours: the first STOP after we sent stop, the first RESUME after cont */
 		ev_stop = event_ts_ns(h, "STOP", NULL, ps.stop_real);
 		ev_resume = event_ts_ns(h, "RESUME", NULL, ps.stop_real + (ps.cont_sent - ps.stop_sent));
@@ -442,7 +466,7 @@ static int surprise(struct hp_args *a, struct hp_out *o, struct hp_ctx *h, struc
 		if (s->yanked) {
 			json_object_object_add(j, "yank_ns", json_object_new_int64(s->yank_real));
 			json_object_object_add(j, "yank_after_stop_ms",
-					       hp_num((s->yank_mono - ps.stop_sent) / 1e6, 3));
+					       hp_num((s->yank_mono - s->stop_sent) / 1e6, 3));
 			if (!s->qemu)
 				json_object_object_add(j, "yank_value", hp_hex16(hp_yank_value(s->ctl0)));
 			set_str(j, "method", s->qemu ? "qemu-surprise-removal" : "config-cycles");
@@ -505,12 +529,12 @@ static int surprise(struct hp_args *a, struct hp_out *o, struct hp_ctx *h, struc
 		if (s->qemu)
 			hp_say(o, "slot %-4d %-7s %s %-8s yank at %lld ns (+%.1f ms)  QEMU surprise removal  "
 			       "sltctl 0x%04x  sltsta 0x%04x [%s] -> 0x%04x [%s]  leftover=%s\n",
-			       p->slot, p->id, dev_ref(p), result, s->yank_real, (s->yank_mono - ps.stop_sent) / 1e6,
+			       p->slot, p->id, dev_ref(p), result, s->yank_real, (s->yank_mono - s->stop_sent) / 1e6,
 			       s->ctl1, s->sta0, fl0, s->sta1, fl1, leftover);
 		else
 			hp_say(o, "slot %-4d %-7s %s %-8s yank at %lld ns (+%.1f ms)  sltctl 0x%04x->0x%04x->0x%04x  "
 			       "sltsta 0x%04x [%s] -> 0x%04x [%s]  leftover=%s\n",
-			       p->slot, p->id, dev_ref(p), result, s->yank_real, (s->yank_mono - ps.stop_sent) / 1e6,
+			       p->slot, p->id, dev_ref(p), result, s->yank_real, (s->yank_mono - s->stop_sent) / 1e6,
 			       s->ctl0, hp_yank_value(s->ctl0), s->ctl1, s->sta0, fl0, s->sta1, fl1, leftover);
 		if (a->wait_guest > 0 && s->guest_done >= 0)
 			hp_say(o, "          guest powered the slot off %.3f s and finished %.3f s after resume\n",

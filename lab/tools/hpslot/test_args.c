@@ -116,6 +116,15 @@ void test_args(void)
 	BAD("is not a slot", "remove", "--orderly", "dom", "pci.x");
 	BAD("named twice", "remove", "--surprise", "dom", "3", "3");
 	BAD("named twice", "remove", "--surprise", "dom", "pci.3", "pci.3");
+	/* --stagger-ms: one pause a slot (a drive in a JBOF, then the JBOF) */
+	OK("remove", "--surprise", "--stagger-ms", "20", "dom", "2001", "2000");
+	CHECK(a.stagger_ms == 20 && a.nslots == 2 && a.slots[0].slot == 2001 && a.slots[1].slot == 2000);
+	OK("remove", "--surprise", "dom", "2000");
+	CHECK(a.stagger_ms == 0);
+	BAD("--stagger-ms goes with remove --surprise", "remove", "--orderly", "--stagger-ms", "5", "dom", "3");
+	BAD("--stagger-ms", "remove", "--surprise", "--stagger-ms", "-1", "dom", "3");
+	BAD("--stagger-ms", "remove", "--surprise", "--stagger-ms", "60001", "dom", "3");
+	BAD("belong to `hpslot remove`", "add", "dom", "3", "--stagger-ms", "5");
 	BAD("belong to `hpslot add`", "remove", "--surprise", "dom", "3", "--size", "5");
 	BAD("unknown option '--yank'", "remove", "--yank", "dom", "3");
 	/* "--" ends the options: "-5" is then a (bad) slot */
