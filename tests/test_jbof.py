@@ -97,7 +97,7 @@ def test_removal_times_per_drive_and_per_jbof():
                 {"slot": 2001, "jbof": 2}]
     jbof_map = [{"jbof": 1, "slot": 1000, "drive_slots": [1001, 1002]}]
     collect = {"last_gone_ms": 40.0, "slots": [
-        {"slot": "1000", "expected_gone": True, "ms": {"pci_removed": 40.0}},
+        {"slot": "1000", "expected_gone": True, "ms": {"isr": 0.0, "pci_removed": 40.0}},
         {"slot": "1001", "expected_gone": True, "ms": {"pci_removed": 20.0, "blockdev_gone": 12.0}},
         {"slot": "1002", "expected_gone": True, "ms": {"pci_removed": 30.5, "blockdev_gone": None}},
         {"slot": "2001", "expected_gone": False, "ms": {}}]}
@@ -107,7 +107,12 @@ def test_removal_times_per_drive_and_per_jbof():
     assert t["per_drive"][0]["gone_ms"] == 20.0 and t["jbof_last_gone_ms"] == {"1": [30.5]}
     y = lab_jbof.lab_jbof_yank_times(reports, jbof_map)
     assert y == [{"iteration": 1, "jbof": 1, "drives": 2, "switch_removed_ms": 40.0, "all_gone_ms": 40.0,
-                  "drives_gone_ms": {"1001": 20.0, "1002": 30.5}, "drives_traced": 2}]
+                  "drives_gone_ms": {"1001": 20.0, "1002": 30.5}, "drives_traced": 2,
+                  "from": "the root port's first pciehp hard interrupt"}]
+    # counted from the root port's interrupt: an earlier event (a button press) does not shift it
+    collect["slots"][0]["ms"]["isr"] = 5.0
+    y = lab_jbof.lab_jbof_yank_times(reports, jbof_map)
+    assert y[0]["switch_removed_ms"] == 35.0 and y[0]["drives_gone_ms"]["1001"] == 15.0
 
 
 def test_switch_hotadd_answers_and_restart_failures():

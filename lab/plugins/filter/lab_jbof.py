@@ -74,8 +74,11 @@ def lab_jbof_removal_times(reports, slot_map, step="collect"):
 def lab_jbof_yank_times(reports, jbof_map, step="collect"):
     """Whole-JBOF yank: per iteration the JBOF, its drive count and the ms
     from the root port's first pciehp interrupt until everything below it
-    was gone (the switch's own pci_dev removal is the last), per drive the
-    time its block device and pci_dev were gone."""
+    was gone (the switch's own pci_dev removal comes last), and per drive
+    when its block device and pci_dev were gone. Counted from the root
+    port's interrupt, not from the first of the trace: in jbof-concurrent
+    an orderly removal's button press and a drive yanked just before come
+    earlier (a drive gone before the JBOF's yank reads negative)."""
     roots = {str(j["slot"]): j for j in jbof_map}
     out = []
     for it, rep in enumerate(reports, 1):
@@ -84,16 +87,22 @@ def lab_jbof_yank_times(reports, jbof_map, step="collect"):
             j = roots.get(str(s.get("slot")))
             if not j or not s.get("expected_gone"):
                 continue
+            t0 = (s.get("ms") or {}).get("isr")
+
+            def since(v):
+                return round(v - t0, 3) if v is not None and t0 is not None else None
             below = [x for x in collect.get("slots", []) if x.get("expected_gone")
                      and int(x["slot"]) in j["drive_slots"]]
             gones = [max([v for v in ((x.get("ms") or {}).get("pci_removed"),
                                       (x.get("ms") or {}).get("blockdev_gone")) if v is not None], default=None)
                      for x in below]
-            switch = (s.get("ms") or {}).get("pci_removed")
+            switch = since((s.get("ms") or {}).get("pci_removed"))
+            drives = {str(x["slot"]): since(g) for x, g in zip(below, gones)}
+            last = [v for v in list(drives.values()) + [switch] if v is not None]
             out.append({"iteration": it, "jbof": j["jbof"], "drives": len(j["drive_slots"]),
-                        "switch_removed_ms": switch, "all_gone_ms": collect.get("last_gone_ms"),
-                        "drives_gone_ms": {str(x["slot"]): g for x, g in zip(below, gones)},
-                        "drives_traced": len([g for g in gones if g is not None])})
+                        "switch_removed_ms": switch, "all_gone_ms": max(last) if last else None,
+                        "drives_gone_ms": drives, "drives_traced": len([g for g in gones if g is not None]),
+                        "from": "the root port's first pciehp hard interrupt"})
     return out
 
 
