@@ -125,6 +125,14 @@ def test_switch_hotadd_answers_and_restart_failures():
     rep = lab_jbof.lab_jbof_iteration({"ok": True, "findings": []}, {"ok": False, "error": ["vm-start: timeout"]})
     assert not rep["ok"] and rep["findings"][0]["kind"] == "restart"
     assert lab_jbof.lab_jbof_failed_iterations([{"ok": True}, {"ok": True}], [{"ok": True}, {"ok": False}]) == 1
+    # a step failed only by the kernel-log gate is represented by the kernel's findings
+    kernel = {"kind": "pciehp-state", "line": "pcieport 0000:0a:03.0: pciehp: Timeout on hotplug command 0x0000 (issued"}
+    gate = {"ok": False, "steps": {"collect": {"checks": [{"name": "kernel-log-clean", "ok": False}],
+                                               "findings": [kernel]}},
+            "findings": [{"kind": "step", "line": "collect failed (exit 1)"}, kernel]}
+    assert lab_jbof.lab_jbof_iteration(gate, {"ok": True})["findings"] == [kernel]
+    gate["steps"]["collect"]["checks"].append({"name": "slot-emptied", "ok": False})
+    assert len(lab_jbof.lab_jbof_iteration(gate, {"ok": True})["findings"]) == 2
     assert lab_jbof.lab_jbof_failed_iterations([{"ok": True}], []) == 1
 
 
@@ -146,9 +154,15 @@ def test_jbof_scenarios_pass_with_their_removal_times():
     summary_file = REPO / "results" / RUN_ID / "summary.json"
     assert summary_file.exists(), r.stdout[-6000:] + r.stderr[-2000:]
     records = {s["name"]: s for s in json.loads(summary_file.read_text())["scenarios"]}
-    for name in ("smoke", "jbof-drive-removal", "jbof-yank", "jbof-concurrent"):
+    for name in ("smoke", "jbof-drive-removal"):
         assert records[name]["status"] == "pass", json.dumps(records[name], indent=1)[:8000]
         assert records[name]["findings"] == []
+    # a yank may only fail by the known 1 s Command Completed wait on each
+    # vanished downstream port (kernel/expected-failures/<variant>.yml)
+    for name in ("jbof-yank", "jbof-concurrent"):
+        rec = records[name]
+        assert rec["status"] in ("pass", "xfail"), json.dumps(rec, indent=1)[:8000]
+        assert all("Timeout on hotplug command 0x0000" in f["line"] for f in rec["findings"]), rec["findings"]
     assert records["smoke"]["metrics"]["jbofs"] == 2
 
     m = records["jbof-drive-removal"]["metrics"]
