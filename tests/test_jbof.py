@@ -143,11 +143,11 @@ RUN_ID = tagged("test-jbof")
 
 
 def test_jbof_scenarios_pass_with_their_removal_times():
-    """2 JBOFs x 3 drives (4 slots each, one empty) next to one root-port
+    """2 JBOFs x 2 drives (3 slots each, one empty) next to one root-port
     drive: the three JBOF scenarios pass on the patched kernel."""
     try:
         r = playbook("lab_name_prefix=" + PREFIX, "lab_slots=1", "lab_drives=1", "lab_jbofs=2",
-                     "lab_jbof_slots=4", "lab_jbof_drives=3", "lab_keep_vms=false", "lab_run_id=" + RUN_ID,
+                     "lab_jbof_slots=3", "lab_jbof_drives=2", "lab_keep_vms=false", "lab_run_id=" + RUN_ID,
                      {"lab_scenarios": ["smoke", "jbof-drive-removal", "jbof-yank", "jbof-concurrent"]})
     finally:
         remove_domain(f"{PREFIX}-1")
@@ -166,19 +166,19 @@ def test_jbof_scenarios_pass_with_their_removal_times():
     assert records["smoke"]["metrics"]["jbofs"] == 2
 
     m = records["jbof-drive-removal"]["metrics"]
-    assert m["drives"] == 6 and m["slots"] == [1001, 1002, 1003, 2001, 2002, 2003]
+    assert m["drives"] == 4 and m["slots"] == [1001, 1002, 2001, 2002]
     assert sorted(d["slot"] for d in m["per_drive"]) == m["slots"]
     assert all(d["gone_ms"] is not None and d["ms"]["unbound"] is not None for d in m["per_drive"])
     assert set(m["jbof_last_gone_ms"]) == {"1", "2"}
 
     m = records["jbof-yank"]["metrics"]
     (yank,) = m["yanks"]
-    assert yank["jbof"] == 1 and yank["drives"] == 3 and yank["drives_traced"] == 3
+    assert yank["jbof"] == 1 and yank["drives"] == 2 and yank["drives_traced"] == 2
     assert yank["all_gone_ms"] is not None and yank["switch_removed_ms"] is not None
     assert all(v <= yank["switch_removed_ms"] for v in yank["drives_gone_ms"].values())
-    assert [d["slot"] for d in m["per_drive"]] == [1001, 1002, 1003]
+    assert [d["slot"] for d in m["per_drive"]] == [1001, 1002]
     # each drive's nvme unbind is attributed to it although one IRQ thread (the root port's) ran them all
-    assert len({d["ms"]["unbind_start"] for d in m["per_drive"]}) == 3
+    assert len({d["ms"]["unbind_start"] for d in m["per_drive"]}) == 2
     assert m["restart"][0]["ok"] and m["restart"][0]["boot_to_agent"] > 0
     assert m["switch_hot_add"]["upstream_port"] == "ok"
     assert "does not support hotplugging" in m["switch_hot_add"]["downstream_port"]
@@ -186,8 +186,8 @@ def test_jbof_scenarios_pass_with_their_removal_times():
     c = records["jbof-concurrent"]["metrics"]
     assert c["rates"] == {"concurrent_removal": {"failures": 0, "iterations": 1},
                           "orderly_during_yank": {"failures": 0, "iterations": 1}}
-    assert c["concurrent_removal"]["slots"] == [1001, 1002, 2001, 2002]
+    assert c["concurrent_removal"]["slots"] == [1001, 2001]
     o = c["orderly_during_yank"]
-    assert o["yanked_jbof"] == 2 and o["orderly_slots"] == [1003]
+    assert o["yanked_jbof"] == 2 and o["orderly_slots"] == [1002]
     assert o["orderly"][0][0]["result"] == "removed"
-    assert o["yanks"][0]["drives_traced"] == 3
+    assert o["yanks"][0]["drives_traced"] == 2
