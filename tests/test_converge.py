@@ -12,6 +12,8 @@ import signal
 import subprocess
 import time
 
+import pytest
+
 from conftest import REPO, STATE_DIR, domains, playbook, playbook_cmd, remove_domain, tagged
 
 PREFIX = tagged("pciehp-conv-test")
@@ -23,6 +25,7 @@ def watchdogs_of(run_id):
     return [line for line in out.splitlines() if "vm-watchdog" in line and f"/{run_id}/" in line]
 
 
+@pytest.mark.heavy
 def test_killed_run_then_rerun_converges():
     vms = [f"{PREFIX}-1", f"{PREFIX}-2"]
     for vm in vms:

@@ -142,6 +142,7 @@ PREFIX = tagged("pciehp-jboftest")
 RUN_ID = tagged("test-jbof")
 
 
+@pytest.mark.heavy
 def test_jbof_scenarios_pass_with_their_removal_times():
     """2 JBOFs x 2 drives (3 slots each, one empty) next to one root-port
     drive: the three JBOF scenarios pass on the patched kernel."""
