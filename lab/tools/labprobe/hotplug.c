@@ -143,6 +143,39 @@ struct slot {
 
 enum { T_ISR, T_HANDLED, T_DISC, T_UNBIND, T_UNBOUND, T_PCIDEL, T_BLKDEL, T_N };
 
+/* Kill an armed fio group and wait until it is gone: a killed fio's direct
+ * writes in flight still land while it exits, and would overwrite what the
+ * next step writes to the same drive (seen: a write+verify right after an
+ * aer-recovery collect failed while a forked fio job wrote on). Waits up to 10 s. */
+static void kill_fio_group(pid_t pgid)
+{
+	kill(-pgid, SIGKILL);
+	for (int i = 0; i < 200 && kill(-pgid, 0) == 0; i++)
+		usleep(50000);
+}
+
+/* What fio said when a write+verify failed: its lines that name an error
+ * (fio's own "fio: ..." and "verify: ..." messages), joined, so a finding
+ * tells an I/O error from a data mismatch. */
+static void fio_error_lines(int w, char *buf, size_t len)
+{
+	char path[64], *line = NULL;
+	size_t cap = 0, used = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/run/labprobe-verify-%d.log", w);
+	f = fopen(path, "r");
+	while (f && getline(&line, &cap, f) > 0 && used + 2 < len) {
+		line[strcspn(line, "\n")] = 0;
+		if (!strstr(line, "fio: ") && !strstr(line, "verify: bad") && !strstr(line, "err="))
+			continue;
+		used += (size_t)snprintf(buf + used, len - used, "%s%s", used ? " | " : "", line);
+	}
+	free(line);
+	if (f)
+		fclose(f);
+}
+
 /* The pci_hotplug tracepoints of the lab's patch series (patched kernel
  * only), and the kprobe time each is compared with. */
 enum { TP_EVENT, TP_DISABLE_BEGIN, TP_DISCONNECTED, TP_DISABLE_END, TP_N };
@@ -276,7 +309,10 @@ static void supervise(const char *dir, struct slot *slots, int n, int runtime)
 		snprintf(rt, sizeof(rt), "--runtime=%d", runtime);
 		pid = fork();
 		if (pid == 0) {
-			execlp("fio", "fio", "--name=yank", file, "--ioengine=libaio", "--direct=1",
+			/* --thread: fio forks its jobs into sessions of their own
+			 * (setsid), out of reach of collect's kill of the group;
+			 * as threads they stay in this process */
+			execlp("fio", "fio", "--name=yank", "--thread", file, "--ioengine=libaio", "--direct=1",
 			       "--rw=randwrite", "--bs=4k", "--iodepth=8", "--size=16M", "--time_based",
 			       rt, "--verify=crc32c", "--verify_backlog=256", "--verify_fatal=1",
 			       "--output-format=json", out, (char *)NULL);
@@ -869,7 +905,7 @@ int cmd_collect(int argc, char **argv, struct json_object *out)
 	/* fio jobs still running now are hung on a removed drive, or were on
 	 * drives that stayed: either way they go, so the guest is clean */
 	if (json_object_object_get_ex(state, "fio_pgid", &v) && json_object_get_int(v) > 0)
-		kill(-json_object_get_int(v), SIGKILL);
+		kill_fio_group(json_object_get_int(v));
 
 	/* 4. the trace */
 	writef(INSTANCE "/tracing_on", "0");
@@ -1061,10 +1097,14 @@ int cmd_drives(int argc, char **argv, struct json_object *out)
 			snprintf(size, sizeof(size), "--size=%dM", verify_mib);
 			pids[w] = fork();
 			if (pids[w] == 0) {
-				int fd = open("/dev/null", O_WRONLY);
+				char log[64];
+				int fd;
 
+				snprintf(log, sizeof(log), "/run/labprobe-verify-%d.log", w);
+				fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 				dup2(fd, 1);
-				execlp("fio", "fio", "--name=verify", file, "--ioengine=libaio", "--direct=1",
+				dup2(fd, 2);
+				execlp("fio", "fio", "--name=verify", "--thread", file, "--ioengine=libaio", "--direct=1",
 				       "--rw=write", "--bs=64k", "--iodepth=4", size, "--verify=crc32c",
 				       "--do_verify=1", "--verify_fatal=1", (char *)NULL);
 				_exit(127);
@@ -1076,9 +1116,13 @@ int cmd_drives(int argc, char **argv, struct json_object *out)
 			if (pids[w] <= 0)
 				continue;
 			waitpid(pids[w], &status, 0);
-			check(&c, WIFEXITED(status) && WEXITSTATUS(status) == 0, "fio-verify",
-			      "slot %s: write+verify of %d MiB on %s %s", want[w], verify_mib, nsname[w],
-			      WIFEXITED(status) && WEXITSTATUS(status) == 0 ? "passed" : "failed");
+			bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+			char why[400] = "";
+
+			if (!ok)
+				fio_error_lines(w, why, sizeof(why));
+			check(&c, ok, "fio-verify", "slot %s: write+verify of %d MiB on %s %s%s%s", want[w],
+			      verify_mib, nsname[w], ok ? "passed" : "failed", why[0] ? ": " : "", why);
 		}
 	}
 	json_object_object_add(out, "drives", arr);
