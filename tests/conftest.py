@@ -67,6 +67,19 @@ def playbook(*extra, playbook_file="lab.yml", timeout=5400, inventories=()):
     return run(cmd, timeout=timeout, env=env)
 
 
+HPSLOT = str(REPO / "lab/tools/hpslot/hpslot")
+
+
+def hpslot(*args):
+    """hpslot --json ARGS; returns (exit code, its JSON report or {}, stderr)."""
+    r = run([HPSLOT, "--json", *args])
+    try:
+        report = json.loads(r.stdout)
+    except ValueError:
+        report = {}
+    return r.returncode, report, r.stderr
+
+
 def virsh(*args):
     return run(["virsh", "-q", "-c", URI, *args])
 

@@ -14,21 +14,11 @@ import subprocess
 
 import pytest
 
-from conftest import REPO, LabVM, playbook, remove_domain, run, tagged, virsh
+from conftest import REPO, LabVM, hpslot, playbook, remove_domain, run, tagged, virsh
 
-HPSLOT = str(REPO / "lab/tools/hpslot/hpslot")
 QEMU_BUILD = str(REPO / "lab/tools/qemu-build")
 TIMEOUT_US = 20000
 PROPS = {"x-dllsc": "false", "x-surprise-removal": "false", "x-completion-timeout-us": "-1"}
-
-
-def hpslot(*args):
-    r = run([HPSLOT, "--json", *args])
-    try:
-        report = json.loads(r.stdout)
-    except ValueError:
-        report = {}
-    return r.returncode, report, r.stderr
 
 
 @pytest.fixture(scope="session")

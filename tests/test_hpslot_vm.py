@@ -4,18 +4,8 @@ what QEMU does and what the guest's pciehp makes of it."""
 import json
 import re
 
-from conftest import REPO, run
+from conftest import hpslot
 
-HPSLOT = str(REPO / "lab/tools/hpslot/hpslot")
-
-
-def hpslot(*args):
-    r = run([HPSLOT, "--json", *args])
-    try:
-        report = json.loads(r.stdout)
-    except ValueError:
-        report = {}
-    return r.returncode, report, r.stderr
 
 
 def guest_namespaces(vm, slot):
