@@ -144,6 +144,8 @@ const char *hp_prop_invalid(const char *kv);
 struct json_object *hp_prop_value(const char *value);
 
 /* ---- the guest's PCI tree from query-pci (pcitree.c; pure) ------------ */
+/* KEY of O as an integer; DFLT when it is absent or not a number */
+long long hp_jint(struct json_object *o, const char *key, long long dflt);
 struct hp_pcidev {
 	char qdev[64];		/* QEMU device id ("" if anonymous) */
 	int bus, dev, fn;	/* where the guest enumerated the function */

@@ -7,7 +7,8 @@
 
 #include <string.h>
 
-static long long jint(struct json_object *o, const char *key, long long dflt)
+/* KEY of O as an integer, DFLT when absent or not a number. */
+long long hp_jint(struct json_object *o, const char *key, long long dflt)
 {
 	struct json_object *x;
 	if (o && json_object_object_get_ex(o, key, &x) &&
@@ -28,18 +29,18 @@ static int walk(struct json_object *devs, int bus, int parent, struct hp_pcidev 
 		memset(p, 0, sizeof(*p));
 		if (json_object_object_get_ex(d, "qdev_id", &x) && json_object_is_type(x, json_type_string))
 			snprintf(p->qdev, sizeof(p->qdev), "%s", json_object_get_string(x));
-		p->bus = (int)jint(d, "bus", bus);
-		p->dev = (int)jint(d, "slot", -1);
-		p->fn = (int)jint(d, "function", -1);
+		p->bus = (int)hp_jint(d, "bus", bus);
+		p->dev = (int)hp_jint(d, "slot", -1);
+		p->fn = (int)hp_jint(d, "function", -1);
 		p->parent = parent;
 		p->secondary = p->subordinate = -1;
 		if (json_object_object_get_ex(d, "id", &x))
-			p->ids = (uint32_t)jint(x, "vendor", 0) | (uint32_t)jint(x, "device", 0) << 16;
+			p->ids = (uint32_t)hp_jint(x, "vendor", 0) | (uint32_t)hp_jint(x, "device", 0) << 16;
 		if (!json_object_object_get_ex(d, "pci_bridge", &x))
 			continue;
 		if (json_object_object_get_ex(x, "bus", &b)) {
-			p->secondary = (int)jint(b, "secondary", -1);
-			p->subordinate = (int)jint(b, "subordinate", -1);
+			p->secondary = (int)hp_jint(b, "secondary", -1);
+			p->subordinate = (int)hp_jint(b, "subordinate", -1);
 		}
 		/* QEMU nests the devices of a bridge whose secondary bus the guest
 		 * has numbered (before that, every bridge's secondary bus is 0) */
@@ -62,7 +63,7 @@ int hp_pci_flatten(struct json_object *query_pci, struct hp_pcidev *out, int max
 		struct json_object *b = json_object_array_get_idx(query_pci, i), *devs;
 		if (!json_object_object_get_ex(b, "devices", &devs))
 			continue;
-		n = walk(devs, (int)jint(b, "bus", 0), -1, out, n, max);
+		n = walk(devs, (int)hp_jint(b, "bus", 0), -1, out, n, max);
 		if (n < 0)
 			return -1;
 	}

@@ -40,15 +40,6 @@ static const char *jstr(struct json_object *o, const char *key)
 	return NULL;
 }
 
-static long long jint(struct json_object *o, const char *key, long long dflt)
-{
-	struct json_object *x;
-	if (o && json_object_object_get_ex(o, key, &x) &&
-	    (json_object_is_type(x, json_type_int) || json_object_is_type(x, json_type_double)))
-		return json_object_get_int64(x);
-	return dflt;
-}
-
 bool hp_peripheral_exists(struct hp_ctx *h, const char *id)
 {
 	struct json_object *r;
@@ -111,7 +102,7 @@ static void load_nodes(struct hp_ctx *h, struct hp_topo *t)
 			snprintf(d->node_driver, sizeof(d->node_driver), "%s", jstr(n, "drv") ? jstr(n, "drv") : "");
 			snprintf(d->file, sizeof(d->file), "%s", jstr(n, "file") ? jstr(n, "file") : "");
 			if (json_object_object_get_ex(n, "image", &img))
-				d->size = jint(img, "virtual-size", -1);
+				d->size = hp_jint(img, "virtual-size", -1);
 		}
 	}
 	json_object_put(r);
