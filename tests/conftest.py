@@ -125,25 +125,30 @@ class LabVM:
         raise TimeoutError(f"guest command did not finish in {timeout} s: {command}")
 
 
+def booted_vm(prefix, run_id, what, *extra):
+    """Generator for a fixture: `ansible-playbook lab.yml` with EXTRA boots
+    VM 1 of PREFIX and keeps it; yields a LabVM, removes the domain after.
+    A run that fails removes it and fails the tests that need WHAT."""
+    name = f"{prefix}-1"
+    remove_domain(name)
+    r = playbook("lab_name_prefix=" + prefix, *extra, "lab_keep_vms=true", "lab_run_id=" + run_id)
+    run_dir = REPO / "results" / run_id
+    if r.returncode != 0:
+        remove_domain(name)
+        pytest.fail(f"lab.yml did not boot {what}:\n" + r.stdout[-6000:] + r.stderr[-2000:])
+    summary = json.loads((run_dir / "summary.json").read_text())
+    yield LabVM(name, summary, run_dir)
+    remove_domain(name)
+
+
 @pytest.fixture(scope="session")
 def lab_vm():
     """One booted lab VM (patched kernel, 6 slots, 4 drives), shared by the
     tests that need a guest; its run also does smoke, a bulk surprise
     removal of all 4 drives, quick-swap, storm and aer-recovery at small
     sizes. Torn down at the end of the session."""
-    name = f"{TEST_PREFIX}-1"
-    run_id = tagged("test-lab-vm")
-    remove_domain(name)
-    r = playbook("lab_name_prefix=" + TEST_PREFIX, "lab_slots=6", "lab_drives=4",
-                 {"lab_scenarios": ["smoke", "bulk-surprise-removal", "quick-swap", "storm", "aer-recovery"],
-                  "lab_quickswap_delays_ms": [2000, 0], "lab_quickswap_settle": 3,
-                  "lab_storm_actions": 12, "lab_storm_max_gap_ms": 500, "lab_storm_seed": 4242},
-                 "lab_aer_observe=8",
-                 "lab_keep_vms=true", "lab_run_id=" + run_id)
-    run_dir = REPO / "results" / run_id
-    if r.returncode != 0:
-        remove_domain(name)
-        pytest.fail("lab.yml did not boot the test VM:\n" + r.stdout[-6000:] + r.stderr[-2000:])
-    summary = json.loads((run_dir / "summary.json").read_text())
-    yield LabVM(name, summary, run_dir)
-    remove_domain(name)
+    yield from booted_vm(TEST_PREFIX, tagged("test-lab-vm"), "the test VM", "lab_slots=6", "lab_drives=4",
+                         {"lab_scenarios": ["smoke", "bulk-surprise-removal", "quick-swap", "storm", "aer-recovery"],
+                          "lab_quickswap_delays_ms": [2000, 0], "lab_quickswap_settle": 3,
+                          "lab_storm_actions": 12, "lab_storm_max_gap_ms": 500, "lab_storm_seed": 4242},
+                         "lab_aer_observe=8")

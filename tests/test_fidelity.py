@@ -14,7 +14,7 @@ import subprocess
 
 import pytest
 
-from conftest import REPO, LabVM, hpslot, playbook, remove_domain, run, tagged, virsh
+from conftest import REPO, booted_vm, hpslot, run, tagged, virsh
 
 QEMU_BUILD = str(REPO / "lab/tools/qemu-build")
 TIMEOUT_US = 20000
@@ -23,26 +23,15 @@ PROPS = {"x-dllsc": "false", "x-surprise-removal": "false", "x-completion-timeou
 
 @pytest.fixture(scope="session")
 def fidelity_vm():
-    prefix = tagged("pciehp-test-fid")
-    name = f"{prefix}-1"
-    run_id = tagged("test-fidelity-vm")
-    remove_domain(name)
     # pcie_port_pm=force: Linux runtime-suspends the empty hotplug ports,
     # into D3hot with x-pm, so every hot-add into an empty slot is woken by PME
-    r = playbook("lab_name_prefix=" + prefix, "lab_platform=fidelity", "lab_slots=4", "lab_drives=2",
-                 f"lab_completion_timeout_us={TIMEOUT_US}", "lab_guest_cmdline_extra=pcie_port_pm=force",
-                 # a host shared with other VMs boots TCG guests slowly; a
-                 # guest that never comes up still fails
-                 "lab_boot_timeout=900",
-                 {"lab_scenarios": ["smoke", "bulk-surprise-removal"]},
-                 "lab_keep_vms=true", "lab_run_id=" + run_id)
-    run_dir = REPO / "results" / run_id
-    if r.returncode != 0:
-        remove_domain(name)
-        pytest.fail("lab.yml did not boot the fidelity VM:\n" + r.stdout[-6000:] + r.stderr[-2000:])
-    summary = json.loads((run_dir / "summary.json").read_text())
-    yield LabVM(name, summary, run_dir)
-    remove_domain(name)
+    yield from booted_vm(tagged("pciehp-test-fid"), tagged("test-fidelity-vm"), "the fidelity VM",
+                         "lab_platform=fidelity", "lab_slots=4", "lab_drives=2",
+                         f"lab_completion_timeout_us={TIMEOUT_US}", "lab_guest_cmdline_extra=pcie_port_pm=force",
+                         # a host shared with other VMs boots TCG guests slowly; a
+                         # guest that never comes up still fails
+                         "lab_boot_timeout=900",
+                         {"lab_scenarios": ["smoke", "bulk-surprise-removal"]})
 
 
 def emulator():
