@@ -155,8 +155,8 @@ static void kill_fio_group(pid_t pgid)
 }
 
 /* What fio said when a write+verify failed: its lines that name an error
- * (fio's own "fio: ..." and "verify: ..." messages), joined, so a finding
- * tells an I/O error from a data mismatch. */
+ * ("fio: ...", "verify: bad ...", "crc32c: verify failed at ...", "err="),
+ * joined, so a finding tells an I/O error from a data mismatch and where. */
 static void fio_error_lines(int w, char *buf, size_t len)
 {
 	char path[64], *line = NULL;
@@ -167,7 +167,8 @@ static void fio_error_lines(int w, char *buf, size_t len)
 	f = fopen(path, "r");
 	while (f && getline(&line, &cap, f) > 0 && used + 2 < len) {
 		line[strcspn(line, "\n")] = 0;
-		if (!strstr(line, "fio: ") && !strstr(line, "verify: bad") && !strstr(line, "err="))
+		if (!strstr(line, "fio: ") && !strstr(line, "verify: bad") && !strstr(line, "verify failed") &&
+		    !strstr(line, "err="))
 			continue;
 		used += (size_t)snprintf(buf + used, len - used, "%s%s", used ? " | " : "", line);
 	}
