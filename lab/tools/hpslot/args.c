@@ -38,7 +38,8 @@ void hp_usage(FILE *f)
 "  status DOMAIN [SLOT...]                        one line a slot: registers and drive\n"
 "  remove --orderly [--cancel] [--timeout S] DOMAIN SLOT...\n"
 "                                                 attention-button removal (device_del)\n"
-"  remove --surprise [--wait-guest S] [--quiet-ms MS] [--stagger-ms MS] DOMAIN SLOT...\n"
+"  remove --surprise [--wait-guest S] [--quiet-ms MS] [--stagger-ms MS]\n"
+"         [--when-masked MS [--after-mask-ms D]] DOMAIN SLOT...\n"
 "                                                 surprise removal of all SLOTs in one pause\n"
 "  add [--serial S] [--size MIB] [--node NAME] [--wait S] [--force] DOMAIN SLOT...\n"
 "                                                 hot-add an NVMe drive into each SLOT\n"
@@ -109,7 +110,7 @@ void hp_cmd_help(FILE *f, enum hp_cmd c)
 		fprintf(f,
 "usage: hpslot remove --orderly [--cancel] [--timeout S] [-c URI] [--json] DOMAIN SLOT...\n"
 "       hpslot remove --surprise [--wait-guest S] [--quiet-ms MS] [--stagger-ms MS]\n"
-"                    [-c URI] [--json] DOMAIN SLOT...\n"
+"                    [--when-masked MS [--after-mask-ms D]] [-c URI] [--json] DOMAIN SLOT...\n"
 "\n"
 "Every SLOT must hold a drive and the domain must be running; otherwise nothing\n"
 "is done (exit 3). Removed drives' block nodes are kept, so `hpslot add` puts\n"
@@ -169,6 +170,18 @@ void hp_cmd_help(FILE *f, enum hp_cmd c)
 "  A SLOT whose root port holds a switch (a JBOF: x3130-upstream) yanks the\n"
 "  whole JBOF: QEMU deletes the switch, its downstream ports and every drive\n"
 "  below at once; hpslot checks that all of them are gone (\"below\").\n"
+"--when-masked MS (with --surprise, one SLOT): the yank waits, for up to MS\n"
+"  ms, until the guest masks the slot's change notifications: it has turned\n"
+"  off Presence Detect Changed Enable and Data Link Layer State Changed\n"
+"  Enable (those that were on) and left Hot-Plug Interrupt Enable on, as\n"
+"  Linux's pciehp_reset_slot() does around a Secondary Bus Reset of the\n"
+"  slot. Slot Control is polled through ECAM without pausing (a poll is one\n"
+"  monitor round trip). The yank follows --after-mask-ms D (default 20) ms\n"
+"  later, so that it lands in the reset rather than before the guest has\n"
+"  taken the Command Completed of its own masking write; in the pause\n"
+"  hpslot reads Slot Control again and reports whether the mask still held\n"
+"  (\"when_masked\".\"masked_at_yank\"). No mask in MS ms: nothing is\n"
+"  yanked, exit 1.\n"
 "--stagger-ms MS (with --surprise): one pause a slot, in the order given,\n"
 "  with MS ms of guest run time between them instead of one pause for all,\n"
 "  e.g. a drive in a JBOF and then, MS ms later, the JBOF's root port -- so\n"
@@ -420,7 +433,8 @@ static int parse_long(const char *opt, const char *v, long min, long max, long *
 
 /* Option groups: which command each option belongs to. */
 enum {
-	G_REMOVE = 1 << 0,	/* --orderly --surprise --cancel --timeout --wait-guest --quiet-ms --stagger-ms */
+	G_REMOVE = 1 << 0,	/* --orderly --surprise --cancel --timeout --wait-guest --quiet-ms --stagger-ms
+				 * --when-masked --after-mask-ms */
 	G_ADD = 1 << 1,		/* --size --node --prop --force */
 	G_SERIAL = 1 << 2,	/* --serial: add, swap */
 	G_WAIT = 1 << 3,	/* --wait: add, storm */
@@ -448,7 +462,7 @@ int hp_parse_args(int argc, char **argv, struct hp_args *a, char *err, size_t le
 	const char *first_opt[8] = { 0 };	/* first option seen of each group (bit index) */
 	int npos = 0, groups = 0;
 	bool dashdash = false, timeout_given = false, wait_given = false, wait_guest_given = false;
-	bool stagger_given = false;
+	bool stagger_given = false, after_mask_given = false;
 	bool count_given = false;
 
 	memset(a, 0, sizeof(*a));
@@ -519,6 +533,17 @@ int hp_parse_args(int argc, char **argv, struct hp_args *a, char *err, size_t le
 			    parse_long("--quiet-ms", v, 1, 60000, &n, "milliseconds", err, len))
 				return -1;
 			a->quiet_ms = n;
+			g = G_REMOVE;
+		} else if (IS("--when-masked")) {
+			if (!(v = optval(argc, argv, &i, arg, "--when-masked", err, len)) ||
+			    parse_long("--when-masked", v, 1, 600000, &a->when_masked_ms, "milliseconds", err, len))
+				return -1;
+			g = G_REMOVE;
+		} else if (IS("--after-mask-ms")) {
+			if (!(v = optval(argc, argv, &i, arg, "--after-mask-ms", err, len)) ||
+			    parse_long("--after-mask-ms", v, 0, 10000, &a->after_mask_ms, "milliseconds", err, len))
+				return -1;
+			after_mask_given = true;
 			g = G_REMOVE;
 		} else if (IS("--stagger-ms")) {
 			if (!(v = optval(argc, argv, &i, arg, "--stagger-ms", err, len)) ||
@@ -712,6 +737,12 @@ int hp_parse_args(int argc, char **argv, struct hp_args *a, char *err, size_t le
 			return errf(err, len, "remove --surprise takes no --cancel or --timeout");
 		if (a->mode == HP_MODE_ORDERLY && a->quiet_ms)
 			return errf(err, len, "--quiet-ms goes with remove --surprise");
+		if (a->when_masked_ms && (a->mode != HP_MODE_SURPRISE || a->nslots != 1))
+			return errf(err, len, "--when-masked goes with remove --surprise of exactly one SLOT");
+		if (after_mask_given && !a->when_masked_ms)
+			return errf(err, len, "--after-mask-ms goes with --when-masked");
+		if (!after_mask_given)
+			a->after_mask_ms = 20;
 		if (a->mode == HP_MODE_ORDERLY && stagger_given)
 			return errf(err, len, "--stagger-ms goes with remove --surprise");
 		if (a->mode == HP_MODE_ORDERLY && wait_guest_given)

@@ -61,6 +61,7 @@
 #define SLTCTL_IND_BLINK 2
 #define SLTCTL_IND_OFF 3
 #define SLTCTL_YANK 0x0700	/* power controller off + power indicator off */
+#define SLTCTL_DLLSCE 0x1000
 
 #define SLTSTA_ABP 0x0001
 #define SLTSTA_PFD 0x0002
@@ -193,6 +194,8 @@ struct hp_args {
 	double wait_guest;	/* remove --surprise: poll the guest's teardown */
 	long quiet_ms;		/* remove --surprise: yank with HPIE off, set it again this much later */
 	long stagger_ms;	/* remove --surprise: one pause a slot, this far apart */
+	long when_masked_ms;	/* remove --surprise: wait up to this for the guest to mask the slot */
+	long after_mask_ms;	/* remove --surprise --when-masked: then wait this long */
 	/* add */
 	const char *serial;
 	long size_mib;
@@ -345,6 +348,9 @@ int hp_topo_load(struct hp_ctx *h, struct hp_topo *t, bool regs, char *err, size
 void hp_topo_free(struct hp_topo *t);
 /* Re-read the slot registers of one port (ECAM). */
 int hp_port_read_regs(struct hp_ctx *h, struct hp_topo *t, struct hp_port *p, char *err, size_t errlen);
+/* Slot Control and Slot Status of one port through ECAM, the domain running. */
+int hp_ecam_read_slot(struct hp_ctx *h, struct hp_topo *t, const struct hp_port *p, uint16_t *ctl, uint16_t *sta,
+		      char *err, size_t errlen);
 struct hp_port *hp_topo_find(struct hp_topo *t, const struct hp_slotspec *s);
 bool hp_peripheral_exists(struct hp_ctx *h, const char *id);
 /* Port description for output. */

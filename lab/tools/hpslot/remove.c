@@ -323,6 +323,68 @@ static void yank_one(struct hp_ctx *h, struct hp_port *p, struct yank *s, long q
 	}
 }
 
+/* Notification enables a slot reset masks: pciehp_reset_slot() turns off
+ * PDCE (slots without an attention button) and DLLSCE, keeping HPIE on. */
+static bool slot_masked(uint16_t ctl, uint16_t watch)
+{
+	return (ctl & SLTCTL_HPIE) && !(ctl & watch);
+}
+
+/* --when-masked: poll Slot Control (ECAM, domain running) until the guest
+ * masks the slot's change notifications, then wait --after-mask-ms. Adds
+ * "when_masked" to the output; 0 when the yank may go ahead. */
+static int wait_masked(struct hp_args *a, struct hp_out *o, struct hp_ctx *h, struct hp_topo *t,
+		       const struct hp_port *p, uint16_t *watch)
+{
+	struct json_object *j = json_object_new_object();
+	uint16_t ctl0, ctl, sta;
+	char err[256], b[16];
+	long long t0 = hp_mono_ns();
+	long polls = 0;
+
+	json_object_object_add(o->root, "when_masked", j);
+	json_object_object_add(j, "timeout_ms", json_object_new_int64(a->when_masked_ms));
+	json_object_object_add(j, "after_mask_ms", json_object_new_int64(a->after_mask_ms));
+	if (hp_ecam_read_slot(h, t, p, &ctl0, &sta, err, sizeof(err))) {
+		hp_fail(o, "--when-masked polls Slot Control through ECAM: %s; nothing yanked", err);
+		return HP_EXIT_REFUSED;
+	}
+	snprintf(b, sizeof(b), "0x%04x", ctl0);
+	json_object_object_add(j, "sltctl_before", json_object_new_string(b));
+	*watch = ctl0 & (SLTCTL_PDCE | SLTCTL_DLLSCE);
+	if (!(ctl0 & SLTCTL_HPIE) || !*watch) {
+		hp_fail(o, "slot %d: Slot Control 0x%04x has no change notification on (HPIE with PDCE or DLLSCE) "
+			"for a mask to turn off; nothing yanked", p->slot, ctl0);
+		return HP_EXIT_REFUSED;
+	}
+	for (;;) {
+		if (hp_ecam_read_slot(h, t, p, &ctl, &sta, err, sizeof(err))) {
+			hp_fail(o, "--when-masked: %s; nothing yanked", err);
+			return HP_EXIT_FAILED;
+		}
+		polls++;
+		if (slot_masked(ctl, *watch))
+			break;
+		if (hp_mono_ns() - t0 > a->when_masked_ms * 1000000LL) {
+			json_object_object_add(j, "polls", json_object_new_int64(polls));
+			json_object_object_add(j, "masked", json_object_new_boolean(false));
+			hp_fail(o, "slot %d: the guest did not mask its change notifications (0x%04x of Slot Control "
+				"0x%04x) within %ld ms; nothing yanked", p->slot, *watch, ctl0, a->when_masked_ms);
+			return HP_EXIT_FAILED;
+		}
+	}
+	json_object_object_add(j, "masked", json_object_new_boolean(true));
+	json_object_object_add(j, "polls", json_object_new_int64(polls));
+	json_object_object_add(j, "waited_ms", hp_num((hp_mono_ns() - t0) / 1e6, 1));
+	snprintf(b, sizeof(b), "0x%04x", ctl);
+	json_object_object_add(j, "sltctl_masked", json_object_new_string(b));
+	hp_say(o, "slot %d: guest masked its notifications (Slot Control 0x%04x -> 0x%04x) after %.1f ms, "
+	       "%ld polls; yank in %ld ms\n", p->slot, ctl0, ctl, (hp_mono_ns() - t0) / 1e6, polls,
+	       a->after_mask_ms);
+	hp_sleep(a->after_mask_ms / 1000.0);
+	return 0;
+}
+
 static int surprise(struct hp_args *a, struct hp_out *o, struct hp_ctx *h, struct hp_topo *t,
 		    struct hp_port **ports)
 {
@@ -338,6 +400,14 @@ static int surprise(struct hp_args *a, struct hp_out *o, struct hp_ctx *h, struc
 	/* before the pause: which ports can pull the card themselves */
 	for (int i = 0; i < a->nslots; i++)
 		y[i].qemu = hp_port_qemu_surprise(h, ports[i]) == 1;
+	uint16_t watch = 0;
+	if (a->when_masked_ms) {
+		int wrc = wait_masked(a, o, h, t, ports[0], &watch);
+		if (wrc) {
+			free(y);
+			return wrc;
+		}
+	}
 	for (int g = 0; g < a->nslots; g += step) {
 		if (g > 0)
 			hp_sleep(a->stagger_ms / 1000.0);
@@ -361,6 +431,12 @@ static int surprise(struct hp_args *a, struct hp_out *o, struct hp_ctx *h, struc
 		for (int i = g; i < g + step && i < a->nslots; i++) {
 			y[i].stop_sent = ps.stop_sent;
 			yank_one(h, ports[i], &y[i], a->quiet_ms);
+		}
+		if (a->when_masked_ms) {
+			struct json_object *j;
+			json_object_object_get_ex(o->root, "when_masked", &j);
+			json_object_object_add(j, "masked_at_yank", y[0].read_ok ?
+					       json_object_new_boolean(slot_masked(y[0].ctl0, watch)) : NULL);
 		}
 		if (pause_end(h, &ps, perr, sizeof(perr))) {
 			hp_fail(o, "%s", perr);

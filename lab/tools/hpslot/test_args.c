@@ -136,6 +136,17 @@ void test_args(void)
 	BAD("--quiet-ms goes with remove --surprise", "remove", "--orderly", "--quiet-ms", "10", "dom", "3");
 	BAD("--quiet-ms", "remove", "--surprise", "--quiet-ms", "0", "dom", "3");
 	BAD("belong to `hpslot remove`", "add", "--quiet-ms", "10", "dom", "3");
+	/* remove --surprise --when-masked */
+	OK("remove", "--surprise", "--when-masked", "5000", "dom", "3");
+	CHECK_EQ(a.when_masked_ms, 5000);
+	CHECK_EQ(a.after_mask_ms, 20);
+	OK("remove", "--surprise", "--when-masked", "5000", "--after-mask-ms", "0", "dom", "3");
+	CHECK_EQ(a.after_mask_ms, 0);
+	BAD("exactly one SLOT", "remove", "--surprise", "--when-masked", "5000", "dom", "3", "4");
+	BAD("exactly one SLOT", "remove", "--orderly", "--when-masked", "5000", "dom", "3");
+	BAD("--after-mask-ms goes with --when-masked", "remove", "--surprise", "--after-mask-ms", "5", "dom", "3");
+	BAD("--when-masked", "remove", "--surprise", "--when-masked", "0", "dom", "3");
+	BAD("belong to `hpslot remove`", "add", "--when-masked", "10", "dom", "3");
 
 	/* add */
 	OK("add", "dom", "3");
