@@ -18,7 +18,9 @@ from conftest import REPO, booted_vm, hpslot, run, tagged, virsh
 
 QEMU_BUILD = str(REPO / "lab/tools/qemu-build")
 TIMEOUT_US = 20000
-PROPS = {"x-dllsc": "false", "x-surprise-removal": "false", "x-completion-timeout-us": "-1"}
+# each property's default keeps Debian's QEMU behaviour
+PROPS = {"x-dllsc": "false", "x-surprise-removal": "false", "x-completion-timeout-us": "-1",
+         "x-attn-button": "true"}
 
 
 @pytest.fixture(scope="session")

@@ -15,6 +15,9 @@ BAD = [
     (["lab_vms=0"], "lab_vms"),
     (["lab_slots=many"], "lab_slots"),
     ([{"lab_aer_errors": ["SDN; quit"]}], "lab_aer_errors"),
+    (["lab_attention_button=false"], "needs lab_platform=fidelity"),
+    ([{"lab_platform": "fidelity", "lab_attention_button": False, "lab_scenarios": ["smoke", "storm"]}],
+     "press the Attention Button"),
 ]
 
 

@@ -38,6 +38,8 @@ MAX_JBOF_SLOTS = 32          # downstream ports take devices 0..31 on the switch
 # pcie.0, one bus a root port, and a JBOF's upstream and downstream ports.
 MAX_CONTROLLER_INDEX = 255
 # scenarios that need JBOFs: how many
+# scenarios that remove through the Attention Button (device_del)
+BUTTON_SCENARIOS = ("orderly-removal", "storm", "jbof-concurrent")
 JBOF_SCENARIOS = {"jbof-drive-removal": 1, "jbof-yank": 1, "jbof-concurrent": 2}
 
 
@@ -94,6 +96,14 @@ def lab_validate_profile(profile, known_scenarios):
     if timeout_us and platform != "fidelity":
         raise AnsibleFilterError(f"profile field lab_completion_timeout_us={timeout_us} needs "
                                  f"lab_platform=fidelity: Debian's QEMU has no completion timeouts")
+    button = p.get("lab_attention_button", True)
+    if isinstance(button, str) and button.lower() in ("true", "false", "yes", "no"):
+        button = button.lower() in ("true", "yes")
+    if not isinstance(button, bool):
+        raise AnsibleFilterError(f"profile field lab_attention_button={button!r} must be true or false")
+    if not button and platform != "fidelity":
+        raise AnsibleFilterError("profile field lab_attention_button=false needs lab_platform=fidelity: "
+                                 "Debian's QEMU gives every slot an Attention Button")
     scenarios = p.get("lab_scenarios")
     if isinstance(scenarios, str):
         scenarios = [s.strip() for s in scenarios.split(",") if s.strip()]
@@ -105,6 +115,10 @@ def lab_validate_profile(profile, known_scenarios):
         raise AnsibleFilterError(f"profile field lab_scenarios names unknown scenario(s) "
                                  f"{', '.join(map(str, unknown))}: known are "
                                  f"{', '.join(sorted(known_scenarios))}")
+    pressed = [s for s in scenarios if s in BUTTON_SCENARIOS]
+    if not button and pressed:
+        raise AnsibleFilterError(f"profile field lab_scenarios: {', '.join(pressed)} press the Attention Button, which "
+                                 f"lab_attention_button=false takes away: run them in another profile")
     for name in scenarios:
         need = JBOF_SCENARIOS.get(name)
         if need and (jbofs < need or not jbof_drives):
@@ -146,7 +160,7 @@ def lab_validate_profile(profile, known_scenarios):
                                  f"pcie_aer_inject_error names (COMP_TIME, SDN, ...) or 0xSTATUS values")
     p.update(lab_vms=vms, lab_slots=slots, lab_drives=drives, lab_iterations=iterations,
              lab_chassis=chassis, lab_kernel_variant=variant, lab_kernel_variants=variants,
-             lab_platform=platform, lab_completion_timeout_us=timeout_us,
+             lab_platform=platform, lab_completion_timeout_us=timeout_us, lab_attention_button=button,
              lab_scenarios=scenarios, lab_slot_numbers=numbers, lab_jbofs=jbofs,
              lab_jbof_slots=jbof_slots, lab_jbof_drives=jbof_drives,
              lab_firmware=firmware, lab_firmware_slots=firmware_slots)
