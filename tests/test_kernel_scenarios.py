@@ -121,3 +121,16 @@ def test_aer_storm_rates_per_kind():
     assert m["rounds"] == 3 and m["lost_removals"] == 1 and m["lost_removal_rate"] == 0.5
     assert m["per_kind"]["yank-same"] == {"rounds": 2, "as_expected": 1, "rate": 0.5}
     assert m["per_kind"]["kept"]["rate"] == 1.0 and m["per_kind"]["yank-other"]["rounds"] == 0
+
+
+def test_aer_storm_counts_the_yanks_that_landed_in_the_reset():
+    def yank(view_serial, ok, masked):
+        steps = storm_steps(storm_view(view_serial, ok), ok)
+        steps["steps"]["act"] = {"when_masked": {"masked": True, "masked_at_yank": masked, "waited_ms": 412.0}}
+        return lks.lab_aer_storm_round(steps, 1, "yank-same", 1, 2, {"rc": 0 if ok else 1},
+                                       {"skipped": True} if ok else {"rc": 0})
+    rounds = [yank(None, True, True), yank("lab1-s1-g0", False, True), yank(None, True, False)]
+    assert [r["round"]["in_reset"] for r in rounds] == [True, True, False]
+    m = lks.lab_aer_storm_metrics(rounds)
+    assert m["yanks_in_reset"] == 2 and m["lost_in_reset"] == 1 and m["lost_removals"] == 1
+    assert m["per_round"][0]["mask_seen_after_ms"] == 412.0
