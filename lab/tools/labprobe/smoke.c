@@ -25,8 +25,11 @@ static bool pciehp_serves_bus(int bus)
 {
 	char port[64];
 
+	/* portdrv names a service <port>:pcie<type-4><service>: 004 on a root
+	 * port, 204 on a switch downstream port (a JBOF's slots) */
 	return slot_port(bus, port, sizeof(port)) &&
-	       path_exists("/sys/bus/pci_express/drivers/pciehp/%s:pcie004", port);
+	       (path_exists("/sys/bus/pci_express/drivers/pciehp/%s:pcie004", port) ||
+		path_exists("/sys/bus/pci_express/drivers/pciehp/%s:pcie204", port));
 }
 
 /* Finds the NVMe controller with this serial: name in ctrl, PCI address in pci. */
