@@ -2,7 +2,7 @@
  *
  *   labprobe arm --dir D --slots N,... [--fio N,...] [--fio-runtime S]
  *                [--hung-task-timeout S]
- *   labprobe collect --dir D [--expect-gone N,...] [--expect-kept N,... [--observe S]]
+ *   labprobe collect --dir D [--expect-gone N,...] [--expect-kept N,... [--observe S] [--aer]]
  *                    [--timeout S] [--fio-timeout S]
  *   labprobe drives --expect N=SERIAL,... [--timeout S] [--verify-mib M]
  *
@@ -24,7 +24,9 @@
  * collect instead watches the named slots for S seconds and checks that
  * they kept their drive, were not torn down, and that their fio jobs went
  * on (or ended with a clean I/O error, never a verify mismatch or a
- * stall); it reports the AER service's recovery from its own probes.
+ * stall); with --aer (the error was an AER error at the slots' ports) it
+ * also checks that the AER service recovered, from its own probes. Kept
+ * slots without --aer are bystanders of a removal elsewhere (a JBOF yank).
  * drives waits for drives to (re)appear with the expected serials and
  * optionally write-verifies each with fio. */
 #include "labprobe.h"
@@ -788,7 +790,7 @@ int cmd_collect(int argc, char **argv, struct json_object *out)
 	unsigned long long seq = 0;
 	size_t cap = 0;
 	FILE *f;
-	bool tracepoints = false;
+	bool tracepoints = false, expect_aer = false;
 	double agree[TP_N] = { 0 };
 
 	for (int i = 0; i < argc; i++) {
@@ -800,6 +802,8 @@ int cmd_collect(int argc, char **argv, struct json_object *out)
 			nkept = parse_list(strdup(argv[++i]), kept_names, MAXS);
 		else if (!strcmp(argv[i], "--observe") && i + 1 < argc)
 			observe = atof(argv[++i]);
+		else if (!strcmp(argv[i], "--aer"))
+			expect_aer = true;
 		else if (!strcmp(argv[i], "--timeout") && i + 1 < argc)
 			timeout = atof(argv[++i]);
 		else if (!strcmp(argv[i], "--fio-timeout") && i + 1 < argc)
@@ -1003,7 +1007,7 @@ int cmd_collect(int argc, char **argv, struct json_object *out)
 		 * null when one method saw the phase and the other did not */
 		json_object_object_add(out, "method_disagreement_ms", ag);
 	}
-	if (nkept) {
+	if (nkept && expect_aer) {
 		check(&c, aer.recoveries > 0 && aer.result == 5, "aer-recovered",
 		      "%d AER recovery run(s), last result %d (5 = recovered; -1: none traced)",
 		      aer.recoveries, aer.result);
