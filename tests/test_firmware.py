@@ -182,47 +182,58 @@ def test_runtime_pm_judgement_fails_what_is_wrong(breakage, failed):
         [c["name"] for c in rep["checks"] if not c["ok"]]
 
 
-def sleep_case(name, hotadd, calls_trace_seq):
+def sleep_case(name, hotadd, calls_trace_seq, shift=0.0):
+    """A case's reports; shift: how far the log's clock runs ahead of the
+    ACPI Timer (0.27 s seen under TCG)."""
     before = {"ports": [port(2, runtime_status="suspended", power_state="D3cold", irq_count=3,
                              wakeup="enabled" if name == "wake" else "disabled")]}
     after_state = ("active", "D0") if hotadd else ("suspended", "D3cold")
     after = {"ports": [port(2, runtime_status=after_state[0], power_state=after_state[1], irq_count=4)]}
-    log = ["[10.0] PM: suspend entry (s2idle)", "[10.1] PM: suspend-to-idle",
-           "[20.0] PM: Triggering wakeup from IRQ 9", "[20.1] PM: resume from suspend-to-idle"]
+    log = [f"[{9.3 + shift:.3f}] labprobe: acpi-clock mark begin", f"[{9.302 + shift:.3f}] labprobe: acpi-clock mark end",
+           f"[{10.0 + shift:.3f}] PM: suspend entry (s2idle)", f"[{10.1 + shift:.3f}] PM: suspend-to-idle",
+           f"[{20.0 + shift:.3f}] PM: Triggering wakeup from IRQ 9",
+           f"[{20.1 + shift:.3f}] PM: resume from suspend-to-idle"]
     if hotadd:
-        log.append("[21.0] pcieport 0000:00:03.0: pciehp: Slot(2): Card present")
+        log.append(f"[{21.0 + shift:.3f}] pcieport 0000:00:03.0: pciehp: Slot(2): Card present")
+    log += [f"[{22.0 + shift:.3f}] labprobe: acpi-clock mark begin",
+            f"[{22.002 + shift:.3f}] labprobe: acpi-clock mark end"]
     return {"before": before, "after": after, "view": {"ok": True}, "log": log, "wake_irq": "9\n",
             "seq": calls_trace_seq, "hotadd": hotadd}
 
 
 # ticks are the ACPI Timer (100 ns): the sleeps of both cases' logs run from
-# 10.1 s to 20.1 s; the runtime case (seq 20-26) is powered up at resume and
-# runtime-suspended again, the wake case (27-36) goes down before and up after
+# 10.1 s to 20.1 s; the runtime case (seq 20-28) is powered up at resume and
+# runtime-suspended again, the wake case (29-40) goes down before and up
+# after; each case's first and last _STA are the lab's clock marks
 SLEEP_TRACE = """pciehp-lab-acpi 20 90000000 S18 _S0W
 pciehp-lab-acpi 21 90000000 S18 _S0W
-pciehp-lab-acpi 22 202000000 S18.PW18 _ON
-pciehp-lab-acpi 23 202000000 S18 _PS0
-pciehp-lab-acpi 24 215000000 S18 _S0W
-pciehp-lab-acpi 25 215000000 S18 _PS3
-pciehp-lab-acpi 26 215000000 S18.PW18 _OFF
-pciehp-lab-acpi 27 95000000 S18.PW18 _ON
-pciehp-lab-acpi 28 95000000 S18 _PS0
-pciehp-lab-acpi 29 95000000 S18 _S0W
-pciehp-lab-acpi 30 96000000 S18 _DSW 1 0 3
-pciehp-lab-acpi 31 96000000 S18 _PS3
-pciehp-lab-acpi 32 96000000 S18.PW18 _OFF
-pciehp-lab-acpi 33 205000000 S18.PW18 _ON
-pciehp-lab-acpi 34 205000000 S18 _PS0
-pciehp-lab-acpi 35 205000000 S18 _DSW 0 0 0
-pciehp-lab-acpi 36 205000000 S18 _S0W
+pciehp-lab-acpi 22 93010000 S18.PW18 _STA 0
+pciehp-lab-acpi 23 202000000 S18.PW18 _ON
+pciehp-lab-acpi 24 202000000 S18 _PS0
+pciehp-lab-acpi 25 215000000 S18 _S0W
+pciehp-lab-acpi 26 215000000 S18 _PS3
+pciehp-lab-acpi 27 215000000 S18.PW18 _OFF
+pciehp-lab-acpi 28 220010000 S18.PW18 _STA 0
+pciehp-lab-acpi 29 93010000 S18.PW18 _STA 0
+pciehp-lab-acpi 30 95000000 S18.PW18 _ON
+pciehp-lab-acpi 31 95000000 S18 _PS0
+pciehp-lab-acpi 32 95000000 S18 _S0W
+pciehp-lab-acpi 33 96000000 S18 _DSW 1 0 3
+pciehp-lab-acpi 34 96000000 S18 _PS3
+pciehp-lab-acpi 35 96000000 S18.PW18 _OFF
+pciehp-lab-acpi 36 205000000 S18.PW18 _ON
+pciehp-lab-acpi 37 205000000 S18 _PS0
+pciehp-lab-acpi 38 205000000 S18 _DSW 0 0 0
+pciehp-lab-acpi 39 205000000 S18 _S0W
+pciehp-lab-acpi 40 220010000 S18.PW18 _STA 1
 """
 
 
-def sleep_args():
+def sleep_args(shift=0.0):
     roles = lab_pm.lab_pm_roles(lab_topology.lab_slot_map(
         profile(lab_firmware="thunderbolt", lab_firmware_slots=[2, 3]), 1))
-    cases = {"runtime": {**sleep_case("runtime", False, 19), "seq_end": 26},
-             "wake": {**sleep_case("wake", True, 26), "seq_end": 36}}
+    cases = {"runtime": {**sleep_case("runtime", False, 19, shift), "seq_end": 28},
+             "wake": {**sleep_case("wake", True, 28, shift), "seq_end": 40}}
     return roles, cases, lab_pm.lab_acpi_trace(TRACE + SLEEP_TRACE)
 
 
@@ -235,11 +246,12 @@ def test_system_sleep_judgement_passes_a_good_run():
 
 @pytest.mark.parametrize("breakage,failed", [
     (lambda c: c["wake"].update(wake_irq="24\n"), "woken by the ACPI SCI"),
-    (lambda c: c["wake"]["log"].insert(2, "[15] pcieport 0000:00:03.0: pciehp: Slot(2): Link Down"),
+    (lambda c: c["wake"]["log"].insert(4, "[15] pcieport 0000:00:03.0: pciehp: Slot(2): Link Down"),
      "nothing from the port"),
     (lambda c: c["wake"].update(log=c["wake"]["log"][:1]), "entered and left"),
-    (lambda c: c["wake"].update(seq=30), "_DSW(1)"),
-    (lambda c: c["wake"]["log"].__setitem__(1, "[9.5] PM: suspend-to-idle"), "while asleep"),
+    (lambda c: c["wake"].update(seq=31), "_DSW(1)"),
+    (lambda c: c["wake"]["log"].__setitem__(3, "[9.5] PM: suspend-to-idle"), "while asleep"),
+    (lambda c: c["wake"].update(log=[x for x in c["wake"]["log"] if "acpi-clock" not in x]), "while asleep"),
 ])
 def test_system_sleep_judgement_fails_what_is_wrong(breakage, failed):
     roles, cases, trace = sleep_args()
@@ -247,6 +259,25 @@ def test_system_sleep_judgement_fails_what_is_wrong(breakage, failed):
     rep = lab_pm.lab_system_sleep_report(roles, {"wake": cases["wake"]}, trace)
     assert any(failed in c["name"] for c in rep["checks"] if not c["ok"]), \
         [c["name"] for c in rep["checks"] if not c["ok"]]
+
+
+def test_system_sleep_places_the_timer_on_the_log_clock():
+    # the log's clock 0.27 s ahead of jiffies (seen): resume's _ON/_PS0 at
+    # Timer 20.2 s are 20.47 s on the log, after the window, not in it
+    roles, cases, trace = sleep_args(shift=0.27)
+    rep = lab_pm.lab_system_sleep_report(roles, cases, trace)
+    assert rep["ok"], [c for c in rep["checks"] if not c["ok"]]
+    pre, post = rep["cases"]["wake"]["timer_to_log_clock"]
+    assert abs(pre["offset_s"] - 0.27) < 0.002 and abs(post["offset_s"] - 0.27) < 0.002
+
+
+def test_system_sleep_sees_a_method_in_the_middle_of_the_sleep():
+    roles, cases, trace = sleep_args(shift=0.27)
+    trace.append({"seq": 39, "ticks": 150000000, "object": "S18", "method": "_PS0", "args": []})
+    rep = lab_pm.lab_system_sleep_report(roles, {"wake": cases["wake"]}, trace)
+    bad = [c for c in rep["checks"] if not c["ok"]]
+    assert [c["name"] for c in bad] == ["wake: no ACPI method of the port ran while asleep"], bad
+    assert "S18 _PS0 at 15.27" in bad[0]["detail"]
 
 
 def test_system_sleep_cases_see_only_their_own_calls():

@@ -291,16 +291,56 @@ def _log_time(line):
     return float(m.group(1)) if m else None
 
 
-def _asleep(records, window):
-    """Trace records whose ACPI Timer time (100 ns ticks, the kernel's
-    jiffies-based clock) falls inside the suspend-to-idle window."""
-    if not window:
-        return []
+CLOCK_MARK = "labprobe: acpi-clock mark"
+# Calls this close to an edge of the sleep window are not judged "asleep":
+# suspend_noirq ends and resume_noirq starts microseconds from the window's
+# log lines, and jiffies (the ACPI Timer) lag the printk clock by up to a
+# tick plus interrupt latency under TCG. A method during an 8 s sleep is
+# seconds inside.
+CLOCK_GUARD_S = 0.05
+
+
+def _clock_marks(log, records, pr):
+    """How the ACPI Timer maps onto the kernel log's clock. 6.1's Timer
+    opcode is jiffies since boot (acpi_os_get_timer), the log's time is
+    local_clock(); they differ by a boot-time offset (0.27 s seen under TCG)
+    and may drift. The scenario brackets a read of the power resource's _STA
+    (traced) between two /dev/kmsg lines before the sleep and after the
+    resume; each bracket gives (offset_s, uncertainty_s). Returns
+    (pre, post) or None when the log or the trace lacks them."""
+    brackets, begin = [], None
+    for line in log:
+        if CLOCK_MARK not in line:
+            continue
+        if line.rstrip().endswith("begin"):
+            begin = _log_time(line)
+        elif line.rstrip().endswith("end") and begin is not None:
+            brackets.append((begin, _log_time(line)))
+            begin = None
+    stas = [t for t in records if t["object"].split(".")[-1] == pr and t["method"] == "_STA"]
+    if len(brackets) < 2 or len(stas) < 2 or None in brackets[0] + brackets[-1]:
+        return None
+
+    def fit(bracket, sta):
+        mid, half = (bracket[0] + bracket[1]) / 2, (bracket[1] - bracket[0]) / 2
+        return {"offset_s": round(mid - sta["ticks"] / 1e7, 4), "uncertainty_s": round(half, 4)}
+    return fit(brackets[0], stas[0]), fit(brackets[-1], stas[-1])
+
+
+def _asleep(records, window, marks):
+    """Trace records that ran inside the suspend-to-idle window: placed on
+    the log's clock with the offset measured before the sleep and with the
+    one measured after it, inside by more than the guard with both (a Timer
+    that stood still while asleep shifts only the post offset)."""
     start, end = _log_time(window[0]), _log_time(window[-1])
-    if start is None or end is None:
-        return []
-    return [f"{t['object']} {t['method']} at {t['ticks'] / 1e7:.3f} s" for t in records
-            if start < t["ticks"] / 1e7 < end]
+    pre, post = marks
+    guard = CLOCK_GUARD_S + max(pre["uncertainty_s"], post["uncertainty_s"])
+    out = []
+    for t in records:
+        at_pre, at_post = t["ticks"] / 1e7 + pre["offset_s"], t["ticks"] / 1e7 + post["offset_s"]
+        if at_pre > start + guard and at_post < end - guard:
+            out.append(f"{t['object']} {t['method']} at {at_pre:.3f} s")
+    return out
 
 
 def lab_system_sleep_report(roles, cases, trace, sci_irq=9):
@@ -321,8 +361,10 @@ def lab_system_sleep_report(roles, cases, trace, sci_irq=9):
         window = _sleep_window(log)
         records = [t for t in _between(trace, case.get("seq"), case.get("seq_end"))
                    if t["object"].split(".")[0] == A["acpi_name"]]
-        calls = _calls(records, A["acpi_name"])
-        asleep = _asleep(records, window)
+        # the clock marks' _STA reads are the lab's, not the kernel's
+        calls = [x for x in _calls(records, A["acpi_name"]) if x != pr + "._STA"]
+        marks = _clock_marks(log, records, pr)
+        asleep = _asleep(records, window, marks) if window and marks else None
         irq = _wake_irq(log, case.get("wake_irq", ""))
         c.add(before.get("runtime_status") == "suspended" and before.get("power_state") == "D3cold",
               f"{name}: slot {A['slot']} in D3cold before the sleep",
@@ -332,8 +374,12 @@ def lab_system_sleep_report(roles, cases, trace, sci_irq=9):
         c.add(irq == sci_irq, f"{name}: woken by the ACPI SCI (the lab's power button), not by the port",
               f"wake irq {irq}, the port's irqs counted {before.get('irq_count')} -> {after.get('irq_count')}",
               "seed 002: a port's own hotplug interrupt must not wake the system")
-        c.add(window is not None and not asleep, f"{name}: no ACPI method of the port ran while asleep",
-              f"{asleep}", "ACPI Timer ticks (100 ns) against the kernel log's suspend-to-idle window")
+        c.add(asleep == [], f"{name}: no ACPI method of the port ran while asleep",
+              f"{asleep} (Timer to log clock: before {marks[0] if marks else None}, "
+              f"after {marks[1] if marks else None})" if marks else
+              "no acpi-clock mark pair in the log and trace: the calls cannot be placed against the sleep",
+              f"ACPI Timer (jiffies) placed on the log's clock by a traced {pr}._STA read between two kmsg "
+              f"lines before and after; {CLOCK_GUARD_S * 1000:.0f} ms guard at the window's edges")
         port_lines = [line for line in (window or []) if f"Slot({A['slot']})" in line or A["address"] in line]
         c.add(window is not None and not port_lines, f"{name}: nothing from the port while asleep",
               f"{port_lines[:3]}")
@@ -367,6 +413,7 @@ def lab_system_sleep_report(roles, cases, trace, sci_irq=9):
             view = case.get("view") or {}
             c.add(bool(view.get("ok")), f"{name}: slot {A['slot']} empty as QEMU has it", f"view ok {view.get('ok')}")
         out[name] = {"wake_irq": irq, "calls": calls,
+                     "timer_to_log_clock": list(marks) if marks else None,
                      "slept_log": (window or [])[:1] + (window or [])[-1:]}
     return {"ok": not c.failed(), "checks": c.list, "cases": out}
 
