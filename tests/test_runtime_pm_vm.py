@@ -1,7 +1,8 @@
-"""runtime-pm on a booted VM of the thunderbolt firmware platform (patched
-kernel, 2 slots: slot 1 thunderbolt with a drive, slot 2 thunderbolt and
-empty). The scenario's own checks must pass, and the record must carry what
-the kernel did: the ACPI calls of each step and what woke the port."""
+"""runtime-pm and system-sleep on a booted VM of the thunderbolt firmware
+platform (patched kernel, 2 slots: slot 1 thunderbolt with a drive, slot 2
+thunderbolt and empty). The scenarios' own checks must pass, and the
+records must carry what the kernel did: the ACPI calls of each step, what
+woke the port, and how the ACPI Timer maps onto the kernel log's clock."""
 
 import json
 
@@ -20,25 +21,27 @@ def runtime_pm_record():
     try:
         r = playbook("lab_name_prefix=" + NAME_PREFIX, "lab_slots=2", "lab_drives=1",
                      "lab_firmware=thunderbolt", {"lab_firmware_slots": [1, 2]},
-                     {"lab_scenarios": ["runtime-pm"]}, "lab_keep_vms=false", "lab_run_id=" + run_id)
+                     {"lab_scenarios": ["runtime-pm", "system-sleep"]}, "lab_keep_vms=false",
+                     "lab_run_id=" + run_id)
         summary_path = REPO / "results" / run_id / "summary.json"
         assert summary_path.exists(), r.stdout[-6000:] + r.stderr[-2000:]
         summary = json.loads(summary_path.read_text())
-        records = [s for s in summary["scenarios"] if s["name"] == "runtime-pm"]
-        assert len(records) == 1, r.stdout[-6000:]
-        yield records[0], REPO / "results" / run_id
+        records = {s["name"]: s for s in summary["scenarios"]}
+        assert "runtime-pm" in records and "system-sleep" in records, r.stdout[-6000:]
+        yield records, REPO / "results" / run_id
     finally:
         remove_domain(name)
 
 
 def test_runtime_pm_passes(runtime_pm_record):
-    rec, _ = runtime_pm_record
+    rec = runtime_pm_record[0]["runtime-pm"]
     bad = [c for c in rec["metrics"].get("checks", []) if not c["ok"]]
     assert rec["status"] == "pass", json.dumps(bad or rec["findings"], indent=1)[:6000]
 
 
 def test_trace_shows_d3cold_entry_and_the_wake_by_config_access(runtime_pm_record):
-    rec, run_dir = runtime_pm_record
+    records, run_dir = runtime_pm_record
+    rec = records["runtime-pm"]
     m = rec["metrics"]
     d3cold = " ".join(m["acpi_trace"]["d3cold"])
     assert "S10 _PS3" in d3cold and "S10.PW10 _OFF" in d3cold, d3cold
@@ -48,3 +51,14 @@ def test_trace_shows_d3cold_entry_and_the_wake_by_config_access(runtime_pm_recor
     if m["pm_cap"].get("1") is False:
         assert m["woken_by"] == "config access"
     assert (run_dir / rec["vm"] / "ssdt-firmware.asl").exists()
+
+
+def test_system_sleep_passes_with_the_port_in_d3cold(runtime_pm_record):
+    rec = runtime_pm_record[0]["system-sleep"]
+    bad = [c for c in rec["metrics"].get("checks", []) if not c["ok"]]
+    assert rec["status"] == "pass", json.dumps(bad or rec["findings"], indent=1)[:6000]
+    for name, case in rec["metrics"]["cases"].items():
+        assert case["wake_irq"] == 9, (name, case)
+        assert case["timer_to_log_clock"], (name, case)
+    wake = rec["metrics"]["cases"]["wake"]["calls"]
+    assert wake.index("_DSW 1 0 3") < wake.index("PW10._OFF") < wake.index("_DSW 0 0 0"), wake
