@@ -194,6 +194,19 @@ int hp_prepare(struct hp_args *a, struct hp_out *o, struct hp_ctx **hp, struct h
 		return strncmp(err, "no domain", 9) ? HP_EXIT_FAILED : HP_EXIT_REFUSED;
 	}
 	const char *st = hp_domain_state(*hp, &running);
+	/* another hpslot's pause (a removal; remove --when-masked polling
+	 * through 0xCF8) lasts milliseconds: give the domain 3 s to run again */
+	for (int i = 0; need_running && i < 300; i++) {
+		bool paused = !strcmp(st, "paused");
+		if (!paused && running) {
+			hp_qemu_running(*hp, qstatus, sizeof(qstatus));
+			paused = !strcmp(qstatus, "paused");
+		}
+		if (!paused)
+			break;
+		hp_sleep(0.01);
+		st = hp_domain_state(*hp, &running);
+	}
 	json_object_object_add(o->root, "state", json_object_new_string(st));
 	/* A guest asleep in S3 (its vCPUs stopped until a wake-up) can have a
 	 * drive yanked or added: the slot changes while it sleeps. */
