@@ -333,22 +333,21 @@ static bool slot_masked(uint16_t ctl, uint16_t watch)
 /* Slot Control for --when-masked: through ECAM with the domain running, or
  * (no ECAM: QEMU disables MMCONFIG at an S3 wake-up and nothing enables
  * it again) through 0xCF8/0xCFC in a pause of its own. */
-static int masked_read(struct hp_ctx *h, struct hp_topo *t, struct hp_port *p, uint16_t *ctl, char *err,
-		       size_t len)
+static int masked_read(struct hp_ctx *h, struct hp_topo *t, struct hp_port *p, uint16_t *ctl, uint16_t *sta,
+		       char *err, size_t len)
 {
 	struct pause ps;
-	uint16_t sta;
 	char perr[512];
 	int rc;
 
 	if (t->ecam)
-		return hp_ecam_read_slot(h, t, p, ctl, &sta, err, len);
+		return hp_ecam_read_slot(h, t, p, ctl, sta, err, len);
 	if (pause_begin(h, &ps, err, len)) {
 		if (ps.stopped)
 			pause_end(h, &ps, perr, sizeof(perr));
 		return -1;
 	}
-	rc = slot_read(h, p, ctl, &sta, err, len);
+	rc = slot_read(h, p, ctl, sta, err, len);
 	if (pause_end(h, &ps, perr, sizeof(perr)) && !rc) {
 		snprintf(err, len, "%.200s", perr);
 		rc = -1;
@@ -363,7 +362,7 @@ static int wait_masked(struct hp_args *a, struct hp_out *o, struct hp_ctx *h, st
 		       struct hp_port *p, uint16_t *watch)
 {
 	struct json_object *j = json_object_new_object();
-	uint16_t ctl0, ctl;
+	uint16_t ctl0, ctl, sta;
 	char err[256], b[16];
 	long long t0 = hp_mono_ns();
 	long polls = 0;
@@ -372,7 +371,7 @@ static int wait_masked(struct hp_args *a, struct hp_out *o, struct hp_ctx *h, st
 	json_object_object_add(j, "timeout_ms", json_object_new_int64(a->when_masked_ms));
 	json_object_object_add(j, "after_mask_ms", json_object_new_int64(a->after_mask_ms));
 	json_object_object_add(j, "poll", json_object_new_string(t->ecam ? "ecam" : "cf8-paused"));
-	if (masked_read(h, t, p, &ctl0, err, sizeof(err))) {
+	if (masked_read(h, t, p, &ctl0, &sta, err, sizeof(err))) {
 		hp_fail(o, "--when-masked could not read Slot Control: %s; nothing yanked", err);
 		return HP_EXIT_FAILED;
 	}
@@ -385,12 +384,16 @@ static int wait_masked(struct hp_args *a, struct hp_out *o, struct hp_ctx *h, st
 		return HP_EXIT_REFUSED;
 	}
 	for (;;) {
-		if (masked_read(h, t, p, &ctl, err, sizeof(err))) {
+		if (masked_read(h, t, p, &ctl, &sta, err, sizeof(err))) {
 			hp_fail(o, "--when-masked: %s; nothing yanked", err);
 			return HP_EXIT_FAILED;
 		}
 		polls++;
-		if (slot_masked(ctl, *watch))
+		/* masked, and the Command Completed of the masking write handled
+		 * (the guest's IRQ handler clears it): next comes the bus reset.
+		 * Yanking before the handler ran would let it read the removal's
+		 * events together with Command Completed. */
+		if (slot_masked(ctl, *watch) && !(sta & SLTSTA_CC))
 			break;
 		if (!t->ecam)	/* let the guest run between two pauses */
 			hp_sleep(0.002);
