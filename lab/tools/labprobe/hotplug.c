@@ -420,6 +420,12 @@ int cmd_arm(int argc, char **argv, struct json_object *out)
 	json_object_object_add(state, "kmsg_seq", json_object_new_uint64(kmsg_last_seq()));
 
 	if (hung > 0) {
+		char was[32];
+
+		/* collect puts the old value back: later scenarios keep the
+		 * kernel's own threshold */
+		if (read_line("/proc/sys/kernel/hung_task_timeout_secs", was, sizeof(was)) == 0)
+			json_object_object_add(state, "hung_task_was", json_object_new_string(was));
 		snprintf(path, sizeof(path), "%d", hung);
 		write_str("/proc/sys/kernel/hung_task_timeout_secs", path);
 	}
@@ -1025,6 +1031,8 @@ int cmd_collect(int argc, char **argv, struct json_object *out)
 	      json_object_array_length(findings));
 	json_object_object_add(out, "findings", findings);
 	json_object_object_add(out, "checks", c.list);
+	if (json_object_object_get_ex(state, "hung_task_was", &v))
+		write_str("/proc/sys/kernel/hung_task_timeout_secs", json_object_get_string(v));
 	json_object_put(state);
 	return c.failed ? 1 : 0;
 }
