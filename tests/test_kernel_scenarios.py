@@ -134,3 +134,16 @@ def test_aer_storm_counts_the_yanks_that_landed_in_the_reset():
     m = lks.lab_aer_storm_metrics(rounds)
     assert m["yanks_in_reset"] == 2 and m["lost_in_reset"] == 1 and m["lost_removals"] == 1
     assert m["per_round"][0]["mask_seen_after_ms"] == 412.0
+
+
+def test_aer_storm_kept_drive_torn_down_by_its_own_reset_is_a_finding():
+    v = storm_view("lab1-s1-g0", True)
+    v["log"] = ["[5.1] pcieport 0000:00:02.0: pciehp: Slot(1): Link Down",
+                "[5.2] pcieport 0000:00:02.0: pciehp: Slot(1): Link Up"]
+    rep = lks.lab_aer_storm_round(storm_steps(v, True), 0, "kept", 1, 2, {"rc": 0}, {"skipped": True})
+    assert not rep["ok"] and rep["round"]["spurious_teardown"]
+    assert rep["findings"][0]["line"].startswith("slot 1: the slot's own reset was taken for a removal")
+    assert lks.lab_aer_storm_metrics([rep])["spurious_teardowns"] == 1
+    expected = yaml.safe_load((REPO / "kernel/expected-failures/stock.yml").read_text())
+    record = {"name": "aer-reset-storm", "status": "fail", "findings": rep["findings"]}
+    assert lab_results.lab_apply_expected([record], expected)[0]["status"] == "xfail"

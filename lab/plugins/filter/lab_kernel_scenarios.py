@@ -129,6 +129,17 @@ def lab_aer_storm_round(rep, round_no, kind, slot_a, slot_b, view_result, clean_
                  and c.get("name") not in ("no-stale-pci-dev", "no-stale-nvme-ctrl", "kernel-log-clean")]
         for c in other:
             findings.append({"kind": "step", "line": f"view-after: {c['name']}: {c['detail']}", "context": []})
+    # A kept drive's slot must not go through a removal: pciehp logging a
+    # link or presence loss of A in a round without a yank at A means the
+    # reset's own link flap was taken for a hot-unplug (the drive may come
+    # back by itself, same serial, so the view alone does not show it)
+    flap = [line for line in view.get("log") or []
+            if f"Slot({slot_a}): Link Down" in line or f"Slot({slot_a}): Card not present" in line]
+    if kind != "yank-same" and flap:
+        findings.insert(0, {
+            "kind": "reset",
+            "line": f"slot {slot_a}: the slot's own reset was taken for a removal: {flap[0].strip()}",
+            "context": (view.get("log") or [])[-40:]})
     clean = clean_result if clean_result and not clean_result.get("skipped") else None
     if clean is not None and clean.get("rc") != 0:
         findings.append({"kind": "step", "line": f"slot {slot_a}: cleaning the stale slot failed "
@@ -139,6 +150,7 @@ def lab_aer_storm_round(rep, round_no, kind, slot_a, slot_b, view_result, clean_
     # (hpslot remove --when-masked re-reads Slot Control in the pause)?
     masked = ((steps.get("act") or {}).get("when_masked") or {}) if kind == "yank-same" else {}
     rep["round"] = {"round": int(round_no), "kind": kind, "ok": rep["ok"], "lost_removal": lost,
+                    "spurious_teardown": kind != "yank-same" and bool(flap),
                     "in_reset": masked.get("masked_at_yank") if kind == "yank-same" else None,
                     "mask_seen_after_ms": masked.get("waited_ms"),
                     "cleaned": clean is not None, "slot_a": a, "slot_b": b,
@@ -156,6 +168,7 @@ def lab_aer_storm_metrics(reports):
         per_kind[kind] = {"rounds": len(mine), "as_expected": ok,
                           "rate": round(ok / len(mine), 3) if mine else None}
     lost = sum(1 for x in rounds if x.get("lost_removal"))
+    spurious = sum(1 for x in rounds if x.get("spurious_teardown"))
     yanks = per_kind["yank-same"]["rounds"]
     in_reset = [x for x in rounds if x.get("kind") == "yank-same" and x.get("in_reset")]
     return {
@@ -163,10 +176,13 @@ def lab_aer_storm_metrics(reports):
         "per_kind": per_kind,
         "lost_removals": lost,
         "lost_removal_rate": round(lost / yanks, 3) if yanks else None,
+        # resets of a slot whose drive stayed, taken for a removal
+        "spurious_teardowns": spurious,
         # the rounds that test what patch 0002 is about: the yank landed in the reset
         "yanks_in_reset": len(in_reset),
         "lost_in_reset": sum(1 for x in in_reset if x.get("lost_removal")),
-        "per_round": [{k: x.get(k) for k in ("round", "kind", "ok", "lost_removal", "in_reset", "mask_seen_after_ms",
+        "per_round": [{k: x.get(k) for k in ("round", "kind", "ok", "lost_removal", "spurious_teardown", "in_reset",
+                                             "mask_seen_after_ms",
                                              "cleaned", "view_seconds")}
                       for x in rounds],
         "limits": "QEMU keeps the link up across a Secondary Bus Reset (no spurious link change to ignore). "
