@@ -346,11 +346,8 @@ struct hp_topo {
 /* Find root ports and what sits in them; read slot registers when `regs`. */
 int hp_topo_load(struct hp_ctx *h, struct hp_topo *t, bool regs, char *err, size_t errlen);
 void hp_topo_free(struct hp_topo *t);
-/* Re-read the slot registers of one port (ECAM). */
+/* Re-read the slot registers of one port: ECAM, or 0xCF8 in a pause. */
 int hp_port_read_regs(struct hp_ctx *h, struct hp_topo *t, struct hp_port *p, char *err, size_t errlen);
-/* Slot Control and Slot Status of one port through ECAM, the domain running. */
-int hp_ecam_read_slot(struct hp_ctx *h, struct hp_topo *t, const struct hp_port *p, uint16_t *ctl, uint16_t *sta,
-		      char *err, size_t errlen);
 struct hp_port *hp_topo_find(struct hp_topo *t, const struct hp_slotspec *s);
 bool hp_peripheral_exists(struct hp_ctx *h, const char *id);
 /* Port description for output. */

@@ -330,39 +330,14 @@ static bool slot_masked(uint16_t ctl, uint16_t watch)
 	return (ctl & SLTCTL_HPIE) && !(ctl & watch);
 }
 
-/* Slot Control for --when-masked: through ECAM with the domain running, or
- * (no ECAM: QEMU disables MMCONFIG at an S3 wake-up and nothing enables
- * it again) through 0xCF8/0xCFC in a pause of its own. */
-static int masked_read(struct hp_ctx *h, struct hp_topo *t, struct hp_port *p, uint16_t *ctl, uint16_t *sta,
-		       char *err, size_t len)
-{
-	struct pause ps;
-	char perr[512];
-	int rc;
-
-	if (t->ecam)
-		return hp_ecam_read_slot(h, t, p, ctl, sta, err, len);
-	if (pause_begin(h, &ps, err, len)) {
-		if (ps.stopped)
-			pause_end(h, &ps, perr, sizeof(perr));
-		return -1;
-	}
-	rc = slot_read(h, p, ctl, sta, err, len);
-	if (pause_end(h, &ps, perr, sizeof(perr)) && !rc) {
-		snprintf(err, len, "%.200s", perr);
-		rc = -1;
-	}
-	return rc;
-}
-
-/* --when-masked: poll Slot Control (ECAM, domain running) until the guest
+/* --when-masked: poll Slot Control until the guest
  * masks the slot's change notifications, then wait --after-mask-ms. Adds
  * "when_masked" to the output; 0 when the yank may go ahead. */
 static int wait_masked(struct hp_args *a, struct hp_out *o, struct hp_ctx *h, struct hp_topo *t,
 		       struct hp_port *p, uint16_t *watch)
 {
 	struct json_object *j = json_object_new_object();
-	uint16_t ctl0, ctl, sta;
+	uint16_t ctl0, ctl;
 	char err[256], b[16];
 	long long t0 = hp_mono_ns();
 	long polls = 0;
@@ -371,10 +346,13 @@ static int wait_masked(struct hp_args *a, struct hp_out *o, struct hp_ctx *h, st
 	json_object_object_add(j, "timeout_ms", json_object_new_int64(a->when_masked_ms));
 	json_object_object_add(j, "after_mask_ms", json_object_new_int64(a->after_mask_ms));
 	json_object_object_add(j, "poll", json_object_new_string(t->ecam ? "ecam" : "cf8-paused"));
-	if (masked_read(h, t, p, &ctl0, &sta, err, sizeof(err))) {
+	/* hp_port_read_regs: ECAM with the domain running, or 0xCF8 in a pause
+	 * of its own where ECAM is off (QEMU disables MMCONFIG at an S3 wake-up) */
+	if (hp_port_read_regs(h, t, p, err, sizeof(err))) {
 		hp_fail(o, "--when-masked could not read Slot Control: %s; nothing yanked", err);
 		return HP_EXIT_FAILED;
 	}
+	ctl0 = p->sltctl;
 	snprintf(b, sizeof(b), "0x%04x", ctl0);
 	json_object_object_add(j, "sltctl_before", json_object_new_string(b));
 	*watch = ctl0 & (SLTCTL_PDCE | SLTCTL_DLLSCE);
@@ -384,16 +362,17 @@ static int wait_masked(struct hp_args *a, struct hp_out *o, struct hp_ctx *h, st
 		return HP_EXIT_REFUSED;
 	}
 	for (;;) {
-		if (masked_read(h, t, p, &ctl, &sta, err, sizeof(err))) {
+		if (hp_port_read_regs(h, t, p, err, sizeof(err))) {
 			hp_fail(o, "--when-masked: %s; nothing yanked", err);
 			return HP_EXIT_FAILED;
 		}
+		ctl = p->sltctl;
 		polls++;
 		/* masked, and the Command Completed of the masking write handled
 		 * (the guest's IRQ handler clears it): next comes the bus reset.
 		 * Yanking before the handler ran would let it read the removal's
 		 * events together with Command Completed. */
-		if (slot_masked(ctl, *watch) && !(sta & SLTSTA_CC))
+		if (slot_masked(ctl, *watch) && !(p->sltsta & SLTSTA_CC))
 			break;
 		if (!t->ecam)	/* let the guest run between two pauses */
 			hp_sleep(0.002);

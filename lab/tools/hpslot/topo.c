@@ -390,24 +390,6 @@ int hp_port_read_regs(struct hp_ctx *h, struct hp_topo *t, struct hp_port *p, ch
 	return read_regs_cf8_all(h, &one, err, errlen);
 }
 
-int hp_ecam_read_slot(struct hp_ctx *h, struct hp_topo *t, const struct hp_port *p, uint16_t *ctl, uint16_t *sta,
-		      char *err, size_t errlen)
-{
-	uint32_t w;
-
-	if (!t->ecam || !p->exp) {
-		snprintf(err, errlen, "%s: no ECAM read of its Slot Control (%s)", p->id,
-			 t->ecam ? "no PCI Express capability" : t->ecam_note);
-		return -1;
-	}
-	if (ecam_read(h, t->ecam_base + hp_ecam_offset(p->bus, p->dev, p->fn, p->exp + EXP_SLTCTL), &w, 1, err,
-		      errlen))
-		return -1;
-	*ctl = (uint16_t)w;
-	*sta = (uint16_t)(w >> 16);
-	return 0;
-}
-
 static int cmp_port(const void *a, const void *b)
 {
 	const struct hp_port *x = a, *y = b;
