@@ -185,12 +185,12 @@ def lab_aer_storm_metrics(reports):
                                              "mask_seen_after_ms",
                                              "cleaned", "view_seconds")}
                       for x in rounds],
-        "limits": "QEMU keeps the link up across a Secondary Bus Reset (no spurious link change to ignore). "
-                  "The yank is timed by the guest's own mask of the slot (hpslot remove --when-masked), so it "
-                  "latches without an interrupt as a real one does then. On slots with an Attention Button "
-                  "(Debian's QEMU; the fidelity QEMU unless lab_attention_button=false) 6.1 leaves Presence "
-                  "Detect Changed latched across the reset and acts on it afterwards, so no removal is lost "
-                  "there on either kernel; the lost removal needs slots without a button",
+        "limits": "Debian's QEMU keeps the link up across a Secondary Bus Reset, so a reset's own link change "
+                  "(spurious_teardowns) happens only on the fidelity QEMU (qemu patch 0006). The yank is timed by "
+                  "the guest's own mask of the slot (hpslot remove --when-masked), so it latches without an "
+                  "interrupt as a real one does then. On slots with an Attention Button (Debian's QEMU; the "
+                  "fidelity QEMU unless lab_attention_button=false) 6.1 leaves Presence Detect Changed latched "
+                  "across the reset and acts on it afterwards, so no removal is lost there on either kernel",
     }
 
 
