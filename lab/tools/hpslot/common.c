@@ -193,20 +193,15 @@ int hp_prepare(struct hp_args *a, struct hp_out *o, struct hp_ctx **hp, struct h
 		hp_fail(o, "%s", err);
 		return strncmp(err, "no domain", 9) ? HP_EXIT_FAILED : HP_EXIT_REFUSED;
 	}
+	/* Every hpslot pause (a removal, remove --when-masked polling through
+	 * 0xCF8) holds the domain's lock: read the state under it, so that
+	 * another hpslot's pause of a few ms is not taken for a paused domain. */
+	char lerr[256];
+	bool locked = need_running && !hp_lock(*hp, lerr, sizeof(lerr));
 	const char *st = hp_domain_state(*hp, &running);
-	/* another hpslot's pause (a removal; remove --when-masked polling
-	 * through 0xCF8) lasts milliseconds: give the domain 3 s to run again */
-	for (int i = 0; need_running && i < 300; i++) {
-		bool paused = !strcmp(st, "paused");
-		if (!paused && running) {
-			hp_qemu_running(*hp, qstatus, sizeof(qstatus));
-			paused = !strcmp(qstatus, "paused");
-		}
-		if (!paused)
-			break;
-		hp_sleep(0.01);
-		st = hp_domain_state(*hp, &running);
-	}
+	bool qrun = hp_qemu_running(*hp, qstatus, sizeof(qstatus));
+	if (locked)
+		hp_unlock();
 	json_object_object_add(o->root, "state", json_object_new_string(st));
 	/* A guest asleep in S3 (its vCPUs stopped until a wake-up) can have a
 	 * drive yanked or added: the slot changes while it sleeps. */
@@ -216,7 +211,6 @@ int hp_prepare(struct hp_args *a, struct hp_out *o, struct hp_ctx **hp, struct h
 		hp_fail(o, "domain %s is %s: hpslot needs a running QEMU", a->domain, st);
 		return HP_EXIT_REFUSED;
 	}
-	bool qrun = hp_qemu_running(*hp, qstatus, sizeof(qstatus));
 	json_object_object_add(o->root, "qemu_status", json_object_new_string(qstatus));
 	if (asleep && acts_asleep && strcmp(qstatus, "suspended")) {
 		hp_fail(o, "domain %s is %s but QEMU says %s; nothing changed", a->domain, st, qstatus);
