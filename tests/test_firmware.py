@@ -155,7 +155,8 @@ def good_run():
         {"t_s": 5.01, "runtime_status": "active", "power_state": "D0"}])]}
     log = ["[1.0] pcieport 0000:00:03.0: pciehp: Slot(2): Card present",
            "[1.1] pci 0000:02:00.0: marking as untrusted"]
-    return [roles, boot, removed, d3cold, wake, {"ok": True}, lab_pm.lab_acpi_trace(TRACE),
+    pme = {"kprobe_hits": {"pme_work": 0}}
+    return [roles, boot, removed, d3cold, wake, pme, {"ok": True}, lab_pm.lab_acpi_trace(TRACE),
             {"removed": 11, "d3cold": 13, "hotadd": 16, "touch": 16}, log]
 
 
@@ -169,9 +170,10 @@ def test_runtime_pm_judgement_passes_a_good_run():
     (lambda a: a[1]["ports"][2]["changes"].append({"t_s": 1, "runtime_status": "suspended"}), "never suspends"),
     (lambda a: a[2]["ports"][1].update(runtime_status="active"), "suspends once empty"),
     (lambda a: a[4]["ports"][0]["changes"].insert(1, {"t_s": 2.0, "runtime_status": "active"}), "nothing wakes"),
-    (lambda a: a[8].append("[2] pcieport 0000:00:03.0: pciehp: Slot(2): Card not present"), "no stale event"),
-    (lambda a: a[8].pop(), "untrusted"),
-    (lambda a: a[6].__setitem__(slice(14, 16), []), "_PS3 then _OFF"),
+    (lambda a: a[5]["kprobe_hits"].update(pme_work=1), "nothing wakes"),
+    (lambda a: a[9].append("[2] pcieport 0000:00:03.0: pciehp: Slot(2): Card not present"), "no stale event"),
+    (lambda a: a[9].pop(), "untrusted"),
+    (lambda a: a[7].__setitem__(slice(14, 16), []), "_PS3 then _OFF"),
 ])
 def test_runtime_pm_judgement_fails_what_is_wrong(breakage, failed):
     args = good_run()
@@ -180,6 +182,22 @@ def test_runtime_pm_judgement_fails_what_is_wrong(breakage, failed):
     assert not rep["ok"]
     assert any(failed in c["name"] for c in rep["checks"] if not c["ok"]), \
         [c["name"] for c in rep["checks"] if not c["ok"]]
+
+
+@pytest.mark.parametrize("pme_work,woke_early,ok", [(1, True, True), (0, True, False), (1, False, False)])
+def test_runtime_pm_on_a_port_with_pme_wants_the_pme_wake(pme_work, woke_early, ok):
+    # fidelity (x-pm): A has a PM capability with PME; the hot-add must
+    # wake it through the PME service before labprobe touches it
+    args = good_run()
+    for p in args[1]["ports"]:
+        p["pm_cap"] = True
+    args[5]["kprobe_hits"]["pme_work"] = pme_work
+    if woke_early:
+        args[4]["ports"][0]["changes"][1]["t_s"] = 0.4
+    rep = lab_pm.lab_runtime_pm_report(*args)
+    check = [c for c in rep["checks"] if "PME wakes the port" in c["name"]]
+    assert len(check) == 1 and check[0]["ok"] == ok, check
+    assert (rep["woken_by"] == "PME") == ok
 
 
 def sleep_case(name, hotadd, calls_trace_seq, shift=0.0):

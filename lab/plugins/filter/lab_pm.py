@@ -115,10 +115,11 @@ def _in_order(calls, wanted):
     return all(any(c == w for c in it) for w in wanted)
 
 
-def lab_runtime_pm_report(roles, boot, removed, d3cold, wake, view, trace, seqs, log):
+def lab_runtime_pm_report(roles, boot, removed, d3cold, wake, pme, view, trace, seqs, log):
     """Checks of the runtime-pm scenario (see playbooks/scenarios/runtime-pm.yml).
     boot/removed/d3cold/wake: labprobe pm reports (dicts, or None when the
-    step did not run); view: labprobe view of the re-added slot; trace: the
+    step did not run); pme: labprobe pme --collect over the hot-add (its
+    kprobe_hits.pme_work counts the PME service's work runs); view: labprobe view of the re-added slot; trace: the
     whole ACPI trace; seqs: trace seq before each step {removed, d3cold,
     hotadd, touch}; log: kernel log lines since the hot-add."""
     c = _Checks()
@@ -223,13 +224,23 @@ def lab_runtime_pm_report(roles, boot, removed, d3cold, wake, view, trace, seqs,
     changes = w.get("changes", [])
     woke_before_touch = [x for x in changes if x["runtime_status"] != "suspended"
                          and x["t_s"] < (wake or {}).get("touched_at_s", 1e9)]
-    woken_by = "hotplug event" if woke_before_touch else ("config access" if w.get("reached_after_s") is not None
-                                                          else "nothing")
-    if not a_cap:
-        c.add(not woke_before_touch, f"slot {A['slot']} nothing wakes the port on a hot-add",
-              f"changes {changes}", "HPIE masked by pciehp_suspend (QEMU latches PDC/ABP), PME not emulated "
+    pme_work = ((pme or {}).get("kprobe_hits") or {}).get("pme_work")
+    woken_by = (("PME" if pme_work else "hotplug event") if woke_before_touch
+                else ("config access" if w.get("reached_after_s") is not None else "nothing"))
+    if a_cap:
+        c.add(bool(woke_before_touch) and (pme_work or 0) > 0,
+              f"slot {A['slot']} the hot-add's PME wakes the port before any access",
+              f"changes {changes}, touched at {(wake or {}).get('touched_at_s')}, "
+              f"PME service work ran {pme_work} time(s)",
+              "pci_finish_runtime_suspend() enables PME (pme_support has D3cold); the slot event raises PME, "
+              "pcie_pme_irq() -> pcie_pme_work_fn() -> pm_request_resume() of the port (seeds 001-004)")
+    else:
+        c.add(not woke_before_touch and not pme_work, f"slot {A['slot']} nothing wakes the port on a hot-add",
+              f"changes {changes}, PME service work ran {pme_work} time(s)",
+              "HPIE masked by pciehp_suspend (QEMU latches PDC/ABP), PME not emulated "
               "(QEMU hw/pci/pcie.c pcie_cap_root_init), no GPE: not observable on stock QEMU")
-    c.add(w.get("reached_after_s") is not None, f"slot {A['slot']} a config access wakes the port",
+    c.add(w.get("reached_after_s") is not None,
+          f"slot {A['slot']} " + ("active after the hot-add" if a_cap else "a config access wakes the port"),
           f"changes {changes}, touched at {(wake or {}).get('touched_at_s')}",
           "pci_config_pm_runtime_get() resumes a device in D3cold (pci.c)")
     calls = _calls(lab_trace_since(trace, seqs.get("touch")), A["acpi_name"])

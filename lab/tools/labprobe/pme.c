@@ -22,7 +22,9 @@
  * change of a port's PME Interrupt Enable by the PME service, with its
  * enable argument), pcie_port_device_runtime_suspend() and
  * pcie_port_device_runtime_resume() (portdrv's runtime PM of a port: they
- * call the services' runtime callbacks). --collect reports the hits and removes
+ * call the services' runtime callbacks) and pcie_pme_work_fn() (the PME
+ * service handling a PME its port signalled: what wakes a suspended port on
+ * a hot-add when the port has PME). --collect reports the hits and removes
  * them; --expect-pme-untouched checks that ports did runtime-suspend
  * (port_runtime_suspend hits) and that the PME service left the interrupt
  * enable alone meanwhile (no pme_interrupt_enable hit): 6.1 has no PME
@@ -56,6 +58,7 @@ static const struct {
 	{ "pme_interrupt_enable", "pcie_pme_interrupt_enable enable=%si:u8" },
 	{ "port_runtime_suspend", "pcie_port_device_runtime_suspend" },
 	{ "port_runtime_resume", "pcie_port_device_runtime_resume" },
+	{ "pme_work", "pcie_pme_work_fn" },
 };
 #define NPME_PROBES (sizeof(pme_probes) / sizeof(pme_probes[0]))
 
