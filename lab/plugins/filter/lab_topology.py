@@ -43,6 +43,15 @@ BUTTON_SCENARIOS = ("orderly-removal", "storm", "jbof-concurrent")
 JBOF_SCENARIOS = {"jbof-drive-removal": 1, "jbof-yank": 1, "jbof-concurrent": 2}
 
 
+def _bool(profile, field, default):
+    value = profile.get(field, default)
+    if isinstance(value, str) and value.lower() in ("true", "false", "yes", "no"):
+        value = value.lower() in ("true", "yes")
+    if not isinstance(value, bool):
+        raise AnsibleFilterError(f"profile field {field}={value!r} must be true or false")
+    return value
+
+
 def _int(profile, field, minimum, maximum=None):
     value = profile.get(field)
     try:
@@ -96,14 +105,14 @@ def lab_validate_profile(profile, known_scenarios):
     if timeout_us and platform != "fidelity":
         raise AnsibleFilterError(f"profile field lab_completion_timeout_us={timeout_us} needs "
                                  f"lab_platform=fidelity: Debian's QEMU has no completion timeouts")
-    button = p.get("lab_attention_button", True)
-    if isinstance(button, str) and button.lower() in ("true", "false", "yes", "no"):
-        button = button.lower() in ("true", "yes")
-    if not isinstance(button, bool):
-        raise AnsibleFilterError(f"profile field lab_attention_button={button!r} must be true or false")
+    button = _bool(p, "lab_attention_button", True)
     if not button and platform != "fidelity":
         raise AnsibleFilterError("profile field lab_attention_button=false needs lab_platform=fidelity: "
                                  "Debian's QEMU gives every slot an Attention Button")
+    dpc = _bool(p, "lab_dpc", False)
+    if dpc and platform != "fidelity":
+        raise AnsibleFilterError("profile field lab_dpc=true needs lab_platform=fidelity: "
+                                 "Debian's QEMU has no DPC capability (qemu patch 0007 adds it)")
     scenarios = p.get("lab_scenarios")
     if isinstance(scenarios, str):
         scenarios = [s.strip() for s in scenarios.split(",") if s.strip()]
@@ -160,7 +169,7 @@ def lab_validate_profile(profile, known_scenarios):
                                  f"pcie_aer_inject_error names (COMP_TIME, SDN, ...) or 0xSTATUS values")
     p.update(lab_vms=vms, lab_slots=slots, lab_drives=drives, lab_iterations=iterations,
              lab_chassis=chassis, lab_kernel_variant=variant, lab_kernel_variants=variants,
-             lab_platform=platform, lab_completion_timeout_us=timeout_us, lab_attention_button=button,
+             lab_platform=platform, lab_completion_timeout_us=timeout_us, lab_attention_button=button, lab_dpc=dpc,
              lab_scenarios=scenarios, lab_slot_numbers=numbers, lab_jbofs=jbofs,
              lab_jbof_slots=jbof_slots, lab_jbof_drives=jbof_drives,
              lab_firmware=firmware, lab_firmware_slots=firmware_slots)
