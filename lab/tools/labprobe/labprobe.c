@@ -16,6 +16,7 @@ static const struct {
 	{ "pm", cmd_pm, "--slots N,... [--pm-cap] [--dyndbg] [--wakeup N=enabled|disabled,...] [--d3cold N,...] [--hold S] [--touch N,...] [--wait N=active|suspended,... [--timeout S]]" },
 	{ "absent", cmd_absent, "--slot N [--expect-ones]" },
 	{ "pme", cmd_pme, "--arm | --slots N,... [--wait-suspended S] [--expect-pmeie on|off] [--collect [--expect-pme-untouched]]" },
+	{ "dpc", cmd_dpc, "--arm | --slots N,... [--collect [--expect-contained K] [--expect-no-recovery]] [--since-seq SEQ]" },
 	{ "view", cmd_view, "--slots N,... [--since-seq SEQ] [--expect SLOT=SERIAL|SLOT=empty,...] [--timeout S] [--log [LINES]]" },
 };
 

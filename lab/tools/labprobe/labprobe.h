@@ -38,6 +38,14 @@ unsigned long long kmsg_last_seq(void);
  * (NULL: all), as "[ts] message". */
 struct json_object *kmsg_lines(unsigned long long since, const char *needle, int max);
 
+/* kprobes.c: counting kprobes of one group (= tracefs instance) */
+struct kprobe_def {
+	const char *name, *def;	/* event name; kprobe_events definition after it */
+};
+int kprobes_arm(const char *group, const struct kprobe_def *p, size_t n, struct json_object *out);
+void kprobes_remove(const char *group, const struct kprobe_def *p, size_t n);
+void kprobes_hits(const char *group, const struct kprobe_def *p, size_t n, long long *hits);
+
 /* checks collected into {"checks": [...]} */
 struct checks {
 	struct json_object *list;
@@ -56,5 +64,6 @@ int cmd_view(int argc, char **argv, struct json_object *out);
 int cmd_pm(int argc, char **argv, struct json_object *out);
 int cmd_absent(int argc, char **argv, struct json_object *out);
 int cmd_pme(int argc, char **argv, struct json_object *out);
+int cmd_dpc(int argc, char **argv, struct json_object *out);
 
 #endif

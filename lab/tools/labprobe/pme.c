@@ -49,100 +49,13 @@
 #define RTSTA_PME	0x00010000u
 #define RTSTA_PENDING	0x00020000u
 
-#define TRACEFS "/sys/kernel/tracing"
-#define LPME_INSTANCE TRACEFS "/instances/lpme"
-
-static const struct {
-	const char *name, *def;
-} pme_probes[] = {
+static const struct kprobe_def pme_probes[] = {
 	{ "pme_interrupt_enable", "pcie_pme_interrupt_enable enable=%si:u8" },
 	{ "port_runtime_suspend", "pcie_port_device_runtime_suspend" },
 	{ "port_runtime_resume", "pcie_port_device_runtime_resume" },
 	{ "pme_work", "pcie_pme_work_fn" },
 };
 #define NPME_PROBES (sizeof(pme_probes) / sizeof(pme_probes[0]))
-
-/* kprobe_events must be appended to: a truncating write drops every probe. */
-static int append(const char *path, const char *text)
-{
-	int fd = open(path, O_WRONLY | O_APPEND), ret = 0;
-
-	if (fd < 0)
-		return -errno;
-	if (write(fd, text, strlen(text)) < 0)
-		ret = -errno;
-	close(fd);
-	return ret;
-}
-
-static void pme_probes_remove(void)
-{
-	char path[256], def[128];
-
-	for (size_t i = 0; i < NPME_PROBES; i++) {
-		snprintf(path, sizeof(path), LPME_INSTANCE "/events/lpme/%s/enable", pme_probes[i].name);
-		append(path, "0");
-	}
-	rmdir(LPME_INSTANCE);
-	for (size_t i = 0; i < NPME_PROBES; i++) {
-		snprintf(def, sizeof(def), "-:lpme/%s\n", pme_probes[i].name);
-		append(TRACEFS "/kprobe_events", def);
-	}
-}
-
-static int pme_arm(struct json_object *out)
-{
-	struct json_object *errs = json_object_new_array();
-	char def[256], path[256];
-	int failed = 0;
-
-	if (access(TRACEFS "/kprobe_events", F_OK))
-		mount("nodev", TRACEFS, "tracefs", 0, NULL);
-	pme_probes_remove();
-	mkdir(LPME_INSTANCE, 0755);
-	for (size_t i = 0; i < NPME_PROBES; i++) {
-		int ret;
-
-		snprintf(def, sizeof(def), "p:lpme/%s %s\n", pme_probes[i].name, pme_probes[i].def);
-		ret = append(TRACEFS "/kprobe_events", def);
-		snprintf(path, sizeof(path), LPME_INSTANCE "/events/lpme/%s/enable", pme_probes[i].name);
-		if (!ret)
-			ret = append(path, "1");
-		if (ret) {
-			char e[256];
-			snprintf(e, sizeof(e), "%s (%s): %s", pme_probes[i].name, pme_probes[i].def, strerror(-ret));
-			json_object_array_add(errs, json_object_new_string(e));
-			failed++;
-		}
-	}
-	if (failed)
-		pme_probes_remove();
-	json_object_object_add(out, "armed", json_object_new_boolean(!failed));
-	json_object_object_add(out, "errors", errs);
-	return failed ? 1 : 0;
-}
-
-/* Hits of the lpme probes from kprobe_profile ("  NAME  HITS  MISSES"). */
-static void pme_hits(long long *hits)
-{
-	FILE *f = fopen(TRACEFS "/kprobe_profile", "r");
-	char line[512], name[128];
-	long long h, m;
-
-	for (size_t i = 0; i < NPME_PROBES; i++)
-		hits[i] = -1;
-	while (f && fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "%127s %lld %lld", name, &h, &m) != 3)
-			continue;
-		/* 6.1 prints the event name alone; later kernels GROUP/NAME */
-		const char *n = strncmp(name, "lpme/", 5) ? name : name + 5;
-		for (size_t i = 0; i < NPME_PROBES; i++)
-			if (!strcmp(n, pme_probes[i].name))
-				hits[i] = h;
-	}
-	if (f)
-		fclose(f);
-}
 
 struct port_pme {
 	char port[32], runtime[32], power[32];
@@ -210,7 +123,7 @@ int cmd_pme(int argc, char **argv, struct json_object *out)
 	bool collect = false, untouched = false;
 
 	if (argc == 1 && !strcmp(argv[0], "--arm"))
-		return pme_arm(out);
+		return kprobes_arm("lpme", pme_probes, NPME_PROBES, out);
 	for (int i = 0; i < argc; i++) {
 		if (!strcmp(argv[i], "--collect"))
 			collect = true;
@@ -293,8 +206,8 @@ int cmd_pme(int argc, char **argv, struct json_object *out)
 		long long hits[NPME_PROBES];
 		struct json_object *h = json_object_new_object();
 
-		pme_hits(hits);
-		pme_probes_remove();
+		kprobes_hits("lpme", pme_probes, NPME_PROBES, hits);
+		kprobes_remove("lpme", pme_probes, NPME_PROBES);
 		for (size_t i = 0; i < NPME_PROBES; i++)
 			json_object_object_add(h, pme_probes[i].name, hits[i] >= 0 ? json_object_new_int64(hits[i]) : NULL);
 		json_object_object_add(out, "kprobe_hits", h);

@@ -1,0 +1,199 @@
+/* labprobe dpc: what Downstream Port Containment did at slots' root ports
+ * (the fidelity platform with lab_dpc: qemu patch 0007).
+ *
+ *   labprobe dpc --arm
+ *   labprobe dpc --slots N,... [--collect] [--since-seq SEQ]
+ *                [--expect-contained K] [--expect-no-recovery]
+ *
+ * For each slot's port, from its config space file (extended space, so the
+ * guest needs ECAM): the DPC capability's Control and Status and the AER
+ * Uncorrectable Error Status. Checks: DPC is there and the kernel enabled
+ * it (trigger on fatal errors, interrupt) (check dpc-enabled); the port is
+ * not contained any more (Trigger Status clear: check released) and its
+ * Surprise Down status was cleared (check sdn-cleared).
+ * --arm (reports the kernel log's last sequence number) puts counting kprobes (group ldpc) on dpc_handler() (one run for
+ * each containment the DPC driver handled) and dpc_process_error() (a
+ * containment taken through error recovery: the fatal error print, the
+ * drivers' error handlers, the link reset). --collect reports their hits
+ * and removes them; --expect-contained K checks that K containments were
+ * handled (check contained), --expect-no-recovery that none went through
+ * error recovery (check no-recovery: kernel patch 0006 leaves a hot
+ * removal's Surprise Down to pciehp). --since-seq adds the kernel log's DPC
+ * and error-recovery lines since SEQ. */
+#include "labprobe.h"
+
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define EXT_CAP_AER		0x01
+#define EXT_CAP_DPC		0x1d
+#define AER_UNCOR_STATUS	0x04
+#define AER_UNC_SURPDN		0x00000020u
+#define DPC_CTL			0x06
+#define DPC_STATUS		0x08
+#define DPC_CTL_EN_FATAL	0x0001
+#define DPC_CTL_INT_EN		0x0008
+#define DPC_STATUS_TRIGGER	0x0001
+
+static const struct kprobe_def dpc_probes[] = {
+	{ "dpc_handler", "dpc_handler" },
+	{ "dpc_process_error", "dpc_process_error" },
+};
+#define NDPC_PROBES (sizeof(dpc_probes) / sizeof(dpc_probes[0]))
+
+/* Offset of extended capability `id` in a 4 KiB config space, 0 if none. */
+static int ext_cap(const uint8_t *cfg, int id)
+{
+	int pos = 0x100;
+
+	for (int ttl = 480; pos >= 0x100 && pos < 0x1000 && ttl > 0; ttl--) {
+		uint32_t h;
+
+		memcpy(&h, cfg + pos, 4);
+		if (!h || h == 0xffffffffu)
+			return 0;
+		if ((int)(h & 0xffff) == id)
+			return pos;
+		pos = (h >> 20) & 0xffc;
+	}
+	return 0;
+}
+
+struct port_dpc {
+	char port[32];
+	int dpc, aer;
+	uint16_t ctl, sta;
+	uint32_t uncor;
+	bool regs;
+};
+
+static void look(const char *slot, struct port_dpc *p)
+{
+	uint8_t cfg[4096];
+	char path[128];
+	int bus = slot_bus(slot), fd;
+
+	memset(p, 0, sizeof(*p));
+	if (bus < 0 || !slot_port(bus, p->port, sizeof(p->port)))
+		return;
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%.32s/config", p->port);
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return;
+	p->regs = pread(fd, cfg, sizeof(cfg), 0) == (ssize_t)sizeof(cfg);
+	close(fd);
+	if (!p->regs)
+		return;
+	if ((p->dpc = ext_cap(cfg, EXT_CAP_DPC))) {
+		memcpy(&p->ctl, cfg + p->dpc + DPC_CTL, 2);
+		memcpy(&p->sta, cfg + p->dpc + DPC_STATUS, 2);
+	}
+	if ((p->aer = ext_cap(cfg, EXT_CAP_AER)))
+		memcpy(&p->uncor, cfg + p->aer + AER_UNCOR_STATUS, 4);
+}
+
+static struct json_object *hex(unsigned v, int width)
+{
+	char b[16];
+
+	snprintf(b, sizeof(b), "0x%0*x", width, v);
+	return json_object_new_string(b);
+}
+
+int cmd_dpc(int argc, char **argv, struct json_object *out)
+{
+	char *slots_arg = NULL, *names[256];
+	bool collect = false, no_recovery = false, since_given = false;
+	unsigned long long since = 0;
+	long contained = -1;
+	int nslots;
+	struct checks c;
+
+	if (argc == 1 && !strcmp(argv[0], "--arm")) {
+		/* where the kernel log stood: --collect --since-seq takes it */
+		json_object_object_add(out, "kmsg_last_seq", json_object_new_uint64(kmsg_last_seq()));
+		return kprobes_arm("ldpc", dpc_probes, NDPC_PROBES, out);
+	}
+	for (int i = 0; i < argc; i++) {
+		if (!strcmp(argv[i], "--collect"))
+			collect = true;
+		else if (!strcmp(argv[i], "--expect-no-recovery"))
+			no_recovery = true;
+		else if (!strcmp(argv[i], "--slots") && i + 1 < argc)
+			slots_arg = argv[++i];
+		else if (!strcmp(argv[i], "--expect-contained") && i + 1 < argc)
+			contained = atol(argv[++i]);
+		else if (!strcmp(argv[i], "--since-seq") && i + 1 < argc) {
+			since = strtoull(argv[++i], NULL, 10);
+			since_given = true;
+		} else {
+			fprintf(stderr, "labprobe dpc: unknown argument '%s'\n", argv[i]);
+			return 2;
+		}
+	}
+	if (!slots_arg || (nslots = parse_list(slots_arg, names, 256)) <= 0) {
+		fprintf(stderr, "labprobe dpc: --slots N,... is required\n");
+		return 2;
+	}
+	if ((contained >= 0 || no_recovery) && !collect) {
+		fprintf(stderr, "labprobe dpc: --expect-contained and --expect-no-recovery go with --collect\n");
+		return 2;
+	}
+
+	check_init(&c);
+	struct json_object *arr = json_object_new_array();
+	for (int i = 0; i < nslots; i++) {
+		struct json_object *o = json_object_new_object();
+		struct port_dpc p;
+
+		look(names[i], &p);
+		json_object_object_add(o, "slot", json_object_new_string(names[i]));
+		json_object_object_add(o, "port", p.port[0] ? json_object_new_string(p.port) : NULL);
+		json_object_object_add(o, "dpc_cap", p.dpc ? hex((unsigned)p.dpc, 3) : NULL);
+		if (p.dpc) {
+			json_object_object_add(o, "dpc_control", hex(p.ctl, 4));
+			json_object_object_add(o, "dpc_status", hex(p.sta, 4));
+		}
+		if (p.aer)
+			json_object_object_add(o, "aer_uncor_status", hex(p.uncor, 8));
+		json_object_array_add(arr, o);
+		check(&c, p.dpc && (p.ctl & (DPC_CTL_EN_FATAL | DPC_CTL_INT_EN)) == (DPC_CTL_EN_FATAL | DPC_CTL_INT_EN),
+		      "dpc-enabled", "slot %s: port %s DPC capability %s, control 0x%04x", names[i],
+		      p.port[0] ? p.port : "not found", p.dpc ? "present" : (p.regs ? "absent" : "unreadable"), p.ctl);
+		check(&c, p.dpc && !(p.sta & DPC_STATUS_TRIGGER), "released",
+		      "slot %s: port %s DPC status 0x%04x (Trigger Status %s)", names[i], p.port, p.sta,
+		      p.sta & DPC_STATUS_TRIGGER ? "set: still contained" : "clear");
+		check(&c, p.aer && !(p.uncor & AER_UNC_SURPDN), "sdn-cleared",
+		      "slot %s: port %s AER Uncorrectable Error Status 0x%08x", names[i], p.port, p.uncor);
+	}
+	json_object_object_add(out, "ports", arr);
+	if (collect) {
+		long long hits[NDPC_PROBES];
+		struct json_object *h = json_object_new_object();
+
+		kprobes_hits("ldpc", dpc_probes, NDPC_PROBES, hits);
+		kprobes_remove("ldpc", dpc_probes, NDPC_PROBES);
+		for (size_t i = 0; i < NDPC_PROBES; i++)
+			json_object_object_add(h, dpc_probes[i].name, hits[i] >= 0 ? json_object_new_int64(hits[i]) : NULL);
+		json_object_object_add(out, "kprobe_hits", h);
+		check(&c, hits[0] >= 0 && hits[1] >= 0, "probes-armed", "ldpc kprobes %s (labprobe dpc --arm first)",
+		      hits[0] >= 0 && hits[1] >= 0 ? "were armed" : "were not armed");
+		if (contained >= 0)
+			check(&c, hits[0] == contained, "contained", "the DPC driver handled %lld containment(s), %ld expected",
+			      hits[0], contained);
+		if (no_recovery)
+			check(&c, hits[1] == 0, "no-recovery",
+			      "%lld containment(s) went through error recovery (dpc_process_error)", hits[1]);
+	}
+	if (since_given) {
+		json_object_object_add(out, "dpc_log", kmsg_lines(since, "DPC", 200));
+		json_object_object_add(out, "recovery_log", kmsg_lines(since, "recovery", 200));
+		json_object_object_add(out, "frozen_log", kmsg_lines(since, "frozen state", 200));
+	}
+	json_object_object_add(out, "checks", c.list);
+	return c.failed ? 1 : 0;
+}
