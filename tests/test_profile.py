@@ -18,6 +18,8 @@ BAD = [
     (["lab_attention_button=false"], "needs lab_platform=fidelity"),
     ([{"lab_platform": "fidelity", "lab_attention_button": False, "lab_scenarios": ["smoke", "storm"]}],
      "press the Attention Button"),
+    (["lab_dpc=true"], "lab_dpc=true needs lab_platform=fidelity"),
+    ([{"lab_platform": "fidelity", "lab_scenarios": ["dpc-surprise-down"]}], "dpc-surprise-down needs lab_dpc=true"),
 ]
 
 

@@ -65,7 +65,10 @@ def lab_step_reports(results, names):
             failed = [c for c in (report or {}).get("checks", []) if not c.get("ok")]
             lines = [f"{c['name']}: {c['detail']}" for c in failed] or \
                 (r.get("stderr", "") + "\n" + r.get("stdout", "")).strip().splitlines()[-10:]
-            findings.append({"kind": "step", "line": f"{name} failed (exit {r.get('rc')})",
+            # the failed checks' names in the line: expected failures match on it
+            names_failed = ", ".join(c["name"] for c in failed)
+            findings.append({"kind": "step", "line": f"{name} failed (exit {r.get('rc')})"
+                             + (f": {names_failed}" if names_failed else ""),
                              "context": lines[:40]})
         findings += (report or {}).get("findings", [])
     return {"ok": ok and not findings, "steps": steps, "findings": findings}

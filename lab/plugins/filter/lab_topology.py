@@ -128,6 +128,9 @@ def lab_validate_profile(profile, known_scenarios):
     if not button and pressed:
         raise AnsibleFilterError(f"profile field lab_scenarios: {', '.join(pressed)} press the Attention Button, which "
                                  f"lab_attention_button=false takes away: run them in another profile")
+    if "dpc-surprise-down" in scenarios and not dpc:
+        raise AnsibleFilterError("profile field lab_scenarios: dpc-surprise-down needs lab_dpc=true (and so "
+                                 "lab_platform=fidelity): without it the root ports have no DPC capability")
     for name in scenarios:
         need = JBOF_SCENARIOS.get(name)
         if need and (jbofs < need or not jbof_drives):
