@@ -22,11 +22,12 @@ def tagged(name):
 
 TEST_PREFIX = tagged("pciehp-test")
 
-# Tests that boot more than the shared lab_vm (several VMs, the lab's own
-# QEMU, the thunderbolt platform, a JBOF VM, a killed run) are heavy: cold on
+# Tests that boot more than the shared lab_vm (several VMs, the thunderbolt
+# platform, a JBOF VM, a killed run) are heavy (the fidelity VM is not: CI
+# runs the lab's own QEMU at a small size): cold on
 # 2 cores they would take CI past an hour. `bash tests/run --all` (LAB_TESTS=all)
 # runs them; otherwise they are reported as skipped, never silently dropped.
-HEAVY_FIXTURES = {"fidelity_vm", "scale_run", "runtime_pm_record"}
+HEAVY_FIXTURES = {"scale_run", "runtime_pm_record"}
 
 
 def pytest_configure(config):
