@@ -129,3 +129,13 @@ def test_aer_metrics_group_by_error_and_count_fio_outcomes():
     assert m["COMP_TIME"]["recovery_end_ms"] == {"p50": 10.0, "max": 10.0, "n": 1}
     assert m["COMP_TIME"]["fio_outcomes"] == {"went-on": 1, "stalled": 1}
     assert m["SDN"]["slot_resets"] == [1] and m["SDN"]["slot_reset_ms"]["n"] == 1
+
+
+def test_read_json_gives_none_for_missing_or_odd_files(tmp_path):
+    from lab_results import lab_read_json
+    good = tmp_path / "memory.json"
+    good.write_text('{"vm": "v", "rss_max_kib": 123}')
+    (tmp_path / "list.json").write_text("[1]")
+    assert lab_read_json(str(good)) == {"vm": "v", "rss_max_kib": 123}
+    assert lab_read_json(str(tmp_path / "list.json")) is None
+    assert lab_read_json(str(tmp_path / "missing.json")) is None

@@ -39,6 +39,16 @@ def _json_or_none(text):
         return None
 
 
+def lab_read_json(path):
+    """A JSON object from a file on the controller; None if it is missing
+    or not a JSON object (a VM whose watchdog never sampled it)."""
+    try:
+        with open(path) as f:
+            return _json_or_none(f.read())
+    except OSError:
+        return None
+
+
 def lab_hpslot_serials(stdout):
     """SLOT=SERIAL for every drive `hpslot add --json` put in a slot."""
     report = _json_or_none(stdout) or {}
@@ -241,6 +251,7 @@ class FilterModule:
         return {
             "lab_probe_drive_args": lab_probe_drive_args,
             "lab_probe_report": lab_probe_report,
+            "lab_read_json": lab_read_json,
             "lab_junit": lab_junit,
             "lab_hpslot_serials": lab_hpslot_serials,
             "lab_step_reports": lab_step_reports,
