@@ -148,6 +148,9 @@ def test_lost_vm_is_reported_where_it_failed_and_the_others_complete(scale_run):
             assert r["status"] == "pass", json.dumps(r, indent=1)[:4000]
         assert records[("storm", vm)]["iterations"] == 2
     assert s["hypervisors"][vm2].startswith("qemu+ssh://") and s["hypervisors"][vm1] == "qemu:///system"
+    # what each VM cost its host, sampled through its own URI (qemu+ssh too)
+    for vm in (vm1, vm2):
+        assert s["vm_memory"][vm]["rss_max_kib"] > 64 * 1024, s["vm_memory"]
     # every VM its own storm seed
     seeds = [records[("storm", vm)]["metrics"]["seed"] for vm in (vm1, vm2)]
     assert seeds == [77, 78]
