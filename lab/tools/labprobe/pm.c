@@ -17,7 +17,8 @@
  * seconds since the command started, polled every 10 ms).
  *
  * Reading a port's config space resumes it when it is in D3cold, so
- * --pm-cap (is there a PCI PM capability?) only reads ports in D0.
+ * --pm-cap (is there a PCI PM capability?) reads ports in D0, and looks for
+ * pci_pm_init()'s "PME# supported" line of the others in the kernel log.
  * Exit 0 when every --wait was met, 1 when not, 2 on bad arguments.
  */
 #include "labprobe.h"
@@ -60,7 +61,10 @@ static void add_attr(struct json_object *o, const char *key, const char *dev, co
 		json_object_object_add(o, key, json_object_new_string(buf));
 }
 
-/* Does the port have a PCI PM capability? -1: not read (port not in D0). */
+/* Does the port have a PCI PM capability? Read from its config space in
+ * D0; a port not in D0 would be woken by that read, so then the kernel log
+ * decides: pci_pm_init() logs "PME# supported from ..." for a PM capability
+ * with PME (the only kind the lab's ports have). -1: not known. */
 static int pm_cap(const struct port *p)
 {
 	unsigned char cfg[256];
@@ -68,8 +72,17 @@ static int pm_cap(const struct port *p)
 	int fd, pos, guard = 48;
 	ssize_t n;
 
-	if (strcmp(p->state, "D0"))
-		return -1;
+	if (strcmp(p->state, "D0")) {
+		char needle[96];
+		struct json_object *hits;
+		int found;
+
+		snprintf(needle, sizeof(needle), "%s: PME# supported from", p->dev);
+		hits = kmsg_lines(0, needle, 1);
+		found = json_object_array_length(hits) > 0;
+		json_object_put(hits);
+		return found ? 1 : -1;
+	}
 	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/config", p->dev);
 	fd = open(path, O_RDONLY);
 	if (fd < 0)
