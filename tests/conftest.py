@@ -27,7 +27,7 @@ TEST_PREFIX = tagged("pciehp-test")
 # runs the lab's own QEMU at a small size): cold on
 # 2 cores they would take CI past an hour. `bash tests/run --all` (LAB_TESTS=all)
 # runs them; otherwise they are reported as skipped, never silently dropped.
-HEAVY_FIXTURES = {"scale_run", "runtime_pm_record"}
+HEAVY_FIXTURES = {"scale_run", "runtime_pm_record", "runtime_pm_fidelity_record"}
 
 
 def pytest_configure(config):

@@ -62,3 +62,36 @@ def test_system_sleep_passes_with_the_port_in_d3cold(runtime_pm_record):
         assert case["timer_to_log_clock"], (name, case)
     wake = rec["metrics"]["cases"]["wake"]["calls"]
     assert wake.index("_DSW 1 0 3") < wake.index("PW10._OFF") < wake.index("_DSW 0 0 0"), wake
+
+
+@pytest.fixture(scope="module")
+def runtime_pm_fidelity_record():
+    # the same platform on the lab's QEMU: ports with a PM capability and PME
+    # from D3hot and D3cold (qemu patches 0004, 0008)
+    prefix = tagged("pciehp-rtpm-fid")
+    run_id = tagged("test-runtime-pm-fidelity")
+    remove_domain(f"{prefix}-1")
+    try:
+        r = playbook("lab_name_prefix=" + prefix, "lab_platform=fidelity", "lab_slots=4", "lab_drives=2",
+                     "lab_firmware=thunderbolt", {"lab_firmware_slots": [2, 3]},
+                     {"lab_scenarios": ["runtime-pm"]}, "lab_keep_vms=false", "lab_run_id=" + run_id)
+        summary_path = REPO / "results" / run_id / "summary.json"
+        assert summary_path.exists(), r.stdout[-6000:] + r.stderr[-2000:]
+        records = {s["name"]: s for s in json.loads(summary_path.read_text())["scenarios"]}
+        assert "runtime-pm" in records, r.stdout[-6000:]
+        yield records["runtime-pm"]
+    finally:
+        remove_domain(f"{prefix}-1")
+
+
+def test_on_the_fidelity_platform_the_hot_add_is_woken_by_pme(runtime_pm_fidelity_record):
+    rec = runtime_pm_fidelity_record
+    m = rec["metrics"]
+    bad = [c for c in m.get("checks", []) if not c["ok"]]
+    assert rec["status"] == "pass", json.dumps(bad or rec["findings"], indent=1)[:6000]
+    assert m["pm_cap"] == {"1": True, "2": True, "3": True, "4": True}, m["pm_cap"]
+    assert m["woken_by"] == "PME", m["woken_by"]
+    assert m["pme_service_kprobe_hits"]["pme_work"] >= 1, m["pme_service_kprobe_hits"]
+    d3cold = " ".join(m["acpi_trace"]["d3cold"])
+    # PME enabled before the power goes: _DSW 1 (wake) then _OFF
+    assert "_DSW 1" in d3cold and d3cold.index("_DSW 1") < d3cold.index("_OFF"), d3cold
