@@ -139,3 +139,19 @@ def test_read_json_gives_none_for_missing_or_odd_files(tmp_path):
     assert lab_read_json(str(good)) == {"vm": "v", "rss_max_kib": 123}
     assert lab_read_json(str(tmp_path / "list.json")) is None
     assert lab_read_json(str(tmp_path / "missing.json")) is None
+
+
+def test_disconnect_judge_counts_hung_tasks_of_unmarked_passes_only():
+    from lab_results import lab_disconnect_judge
+    hung = {"kind": "hung-task", "line": "INFO: task irq/24-pciehp:44 blocked for more than 10 seconds."}
+    step = {"kind": "step", "line": "collect failed (exit 1): kernel-log-clean"}
+    ok = {"ok": True, "findings": []}
+    slow = {"ok": False, "findings": [step, hung, hung]}
+    bug = {"ok": False, "findings": [step, hung, {"kind": "bug", "line": "BUG: kernel NULL pointer"}]}
+    j = lab_disconnect_judge({"50000": {"marked": [ok, ok], "unmarked": [ok, slow]}}, [1, 32])
+    assert [r["ok"] for r in j["reports"]] == [True, True, True, True]
+    assert j["unmarked_hung_tasks"] == {"50000": {"1": 0, "32": 2}}
+    # the same symptom in a marked pass fails; anything else in an unmarked one too
+    j = lab_disconnect_judge({"50000": {"marked": [slow], "unmarked": [bug]}}, [32])
+    assert [r["ok"] for r in j["reports"]] == [False, False]
+    assert [f["kind"] for f in j["reports"][1]["findings"]] == ["bug"]
