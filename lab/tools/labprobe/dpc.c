@@ -45,24 +45,6 @@ static const struct kprobe_def dpc_probes[] = {
 };
 #define NDPC_PROBES (sizeof(dpc_probes) / sizeof(dpc_probes[0]))
 
-/* Offset of extended capability `id` in a 4 KiB config space, 0 if none. */
-static int ext_cap(const uint8_t *cfg, int id)
-{
-	int pos = 0x100;
-
-	for (int ttl = 480; pos >= 0x100 && pos < 0x1000 && ttl > 0; ttl--) {
-		uint32_t h;
-
-		memcpy(&h, cfg + pos, 4);
-		if (!h || h == 0xffffffffu)
-			return 0;
-		if ((int)(h & 0xffff) == id)
-			return pos;
-		pos = (h >> 20) & 0xffc;
-	}
-	return 0;
-}
-
 struct port_dpc {
 	char port[32];
 	int dpc, aer;
@@ -74,25 +56,19 @@ struct port_dpc {
 static void look(const char *slot, struct port_dpc *p)
 {
 	uint8_t cfg[4096];
-	char path[128];
-	int bus = slot_bus(slot), fd;
+	int bus = slot_bus(slot);
 
 	memset(p, 0, sizeof(*p));
 	if (bus < 0 || !slot_port(bus, p->port, sizeof(p->port)))
 		return;
-	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%.32s/config", p->port);
-	fd = open(path, O_RDONLY);
-	if (fd < 0)
-		return;
-	p->regs = pread(fd, cfg, sizeof(cfg), 0) == (ssize_t)sizeof(cfg);
-	close(fd);
+	p->regs = pci_config_read(p->port, cfg, sizeof(cfg)) == (ssize_t)sizeof(cfg);
 	if (!p->regs)
 		return;
-	if ((p->dpc = ext_cap(cfg, EXT_CAP_DPC))) {
+	if ((p->dpc = pci_find_ext_cap(cfg, sizeof(cfg), EXT_CAP_DPC))) {
 		memcpy(&p->ctl, cfg + p->dpc + DPC_CTL, 2);
 		memcpy(&p->sta, cfg + p->dpc + DPC_STATUS, 2);
 	}
-	if ((p->aer = ext_cap(cfg, EXT_CAP_AER)))
+	if ((p->aer = pci_find_ext_cap(cfg, sizeof(cfg), EXT_CAP_AER)))
 		memcpy(&p->uncor, cfg + p->aer + AER_UNCOR_STATUS, 4);
 }
 
@@ -173,15 +149,10 @@ int cmd_dpc(int argc, char **argv, struct json_object *out)
 	json_object_object_add(out, "ports", arr);
 	if (collect) {
 		long long hits[NDPC_PROBES];
-		struct json_object *h = json_object_new_object();
+		bool armed = kprobes_collect("ldpc", dpc_probes, NDPC_PROBES, hits, out);
 
-		kprobes_hits("ldpc", dpc_probes, NDPC_PROBES, hits);
-		kprobes_remove("ldpc", dpc_probes, NDPC_PROBES);
-		for (size_t i = 0; i < NDPC_PROBES; i++)
-			json_object_object_add(h, dpc_probes[i].name, hits[i] >= 0 ? json_object_new_int64(hits[i]) : NULL);
-		json_object_object_add(out, "kprobe_hits", h);
-		check(&c, hits[0] >= 0 && hits[1] >= 0, "probes-armed", "ldpc kprobes %s (labprobe dpc --arm first)",
-		      hits[0] >= 0 && hits[1] >= 0 ? "were armed" : "were not armed");
+		check(&c, armed, "probes-armed", "ldpc kprobes %s (labprobe dpc --arm first)",
+		      armed ? "were armed" : "were not armed");
 		if (contained >= 0)
 			check(&c, hits[0] == contained, "contained", "the DPC driver handled %lld containment(s), %ld expected",
 			      hits[0], contained);

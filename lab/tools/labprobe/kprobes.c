@@ -76,6 +76,25 @@ int kprobes_arm(const char *group, const struct kprobe_def *p, size_t n, struct 
 	return failed ? 1 : 0;
 }
 
+/* Read the group's hits into hits[], remove the probes, report the hits as
+ * out's "kprobe_hits" (null for a probe that was not armed); true if every
+ * probe was armed. */
+bool kprobes_collect(const char *group, const struct kprobe_def *p, size_t n, long long *hits,
+		     struct json_object *out)
+{
+	struct json_object *h = json_object_new_object();
+	bool armed = true;
+
+	kprobes_hits(group, p, n, hits);
+	kprobes_remove(group, p, n);
+	for (size_t i = 0; i < n; i++) {
+		json_object_object_add(h, p[i].name, hits[i] >= 0 ? json_object_new_int64(hits[i]) : NULL);
+		armed &= hits[i] >= 0;
+	}
+	json_object_object_add(out, "kprobe_hits", h);
+	return armed;
+}
+
 /* Hits of the group's probes from kprobe_profile ("  NAME  HITS  MISSES");
  * -1 for a probe that is not armed. */
 void kprobes_hits(const char *group, const struct kprobe_def *p, size_t n, long long *hits)

@@ -6,6 +6,8 @@
 #include <json-c/json.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
 
 /* sysfs.c */
 int read_line(const char *path, char *buf, size_t len);
@@ -17,6 +19,13 @@ void scopy(char *dst, size_t len, const char *src);	/* truncating copy */
 /* last path component of the symlink named by fmt; "" and false if none */
 bool link_base(char *out, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 double now_mono(void);	/* CLOCK_MONOTONIC in seconds */
+/* the first len bytes of a PCI function's config space (sysfs: reading it
+ * resumes a device in D3cold); bytes read or -errno */
+ssize_t pci_config_read(const char *dev, void *buf, size_t len);
+/* offset of capability id in the cfg bytes read (standard list, or
+ * extended from 0x100); 0 if absent */
+int pci_find_cap(const uint8_t *cfg, size_t len, int id);
+int pci_find_ext_cap(const uint8_t *cfg, size_t len, int id);
 
 /* slots.c: what the guest sees in a hotplug slot */
 int slot_bus(const char *slot);
@@ -45,6 +54,8 @@ struct kprobe_def {
 int kprobes_arm(const char *group, const struct kprobe_def *p, size_t n, struct json_object *out);
 void kprobes_remove(const char *group, const struct kprobe_def *p, size_t n);
 void kprobes_hits(const char *group, const struct kprobe_def *p, size_t n, long long *hits);
+bool kprobes_collect(const char *group, const struct kprobe_def *p, size_t n, long long *hits,
+		     struct json_object *out);
 
 /* checks collected into {"checks": [...]} */
 struct checks {

@@ -67,9 +67,7 @@ static void add_attr(struct json_object *o, const char *key, const char *dev, co
  * with PME (the only kind the lab's ports have). -1: not known. */
 static int pm_cap(const struct port *p)
 {
-	unsigned char cfg[256];
-	char path[128];
-	int fd, pos, guard = 48;
+	uint8_t cfg[256];
 	ssize_t n;
 
 	if (strcmp(p->state, "D0")) {
@@ -83,18 +81,10 @@ static int pm_cap(const struct port *p)
 		json_object_put(hits);
 		return found ? 1 : -1;
 	}
-	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/config", p->dev);
-	fd = open(path, O_RDONLY);
-	if (fd < 0)
+	n = pci_config_read(p->dev, cfg, sizeof(cfg));
+	if (n < 64)
 		return -1;
-	n = read(fd, cfg, sizeof(cfg));
-	close(fd);
-	if (n < 64 || !(cfg[0x06] & 0x10))	/* Status: Capabilities List */
-		return n < 64 ? -1 : 0;
-	for (pos = cfg[0x34] & 0xfc; pos >= 0x40 && pos < n - 1 && guard--; pos = cfg[pos + 1] & 0xfc)
-		if (cfg[pos] == 0x01)	/* PCI_CAP_ID_PM */
-			return 1;
-	return 0;
+	return pci_find_cap(cfg, (size_t)n, 0x01) ? 1 : 0;	/* PCI_CAP_ID_PM */
 }
 
 static void sample(struct port *p, double t)
@@ -303,20 +293,14 @@ static int do_d3cold(struct port *p, const char *v, struct json_object *errs)
 
 static int do_touch(struct port *p, const char *v, struct json_object *errs)
 {
-	char path[128], buf[64], msg[200];
-	int fd;
+	char buf[64], msg[200];
 
 	(void)v;
-	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/config", p->dev);
-	fd = open(path, O_RDONLY);
-	if (fd < 0 || read(fd, buf, sizeof(buf)) != (ssize_t)sizeof(buf)) {
-		snprintf(msg, sizeof(msg), "reading %s failed", path);
+	if (pci_config_read(p->dev, buf, sizeof(buf)) != (ssize_t)sizeof(buf)) {
+		snprintf(msg, sizeof(msg), "reading /sys/bus/pci/devices/%s/config failed", p->dev);
 		json_object_array_add(errs, json_object_new_string(msg));
-		if (fd >= 0)
-			close(fd);
 		return 1;
 	}
-	close(fd);
 	return 0;
 }
 

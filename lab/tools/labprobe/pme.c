@@ -65,47 +65,19 @@ struct port_pme {
 	bool regs;
 };
 
-/* The port's config space (first 256 bytes); false if unreadable. */
-static bool read_config(const char *port, uint8_t *cfg)
-{
-	char path[128];
-	int fd;
-	ssize_t n;
-
-	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%.32s/config", port);
-	fd = open(path, O_RDONLY);
-	if (fd < 0)
-		return false;
-	n = pread(fd, cfg, 256, 0);
-	close(fd);
-	return n == 256;
-}
-
-static int find_exp_cap(const uint8_t *cfg)
-{
-	int pos = cfg[0x34] & 0xfc;
-
-	for (int ttl = 48; pos >= 0x40 && ttl > 0; ttl--) {
-		if (cfg[pos] == CAP_ID_EXP)
-			return pos;
-		pos = cfg[pos + 1] & 0xfc;
-	}
-	return -1;
-}
-
 static void look(const char *slot, struct port_pme *p)
 {
 	uint8_t cfg[256];
 	int bus = slot_bus(slot);
 
 	memset(p, 0, sizeof(*p));
-	p->exp = -1;
 	if (bus < 0 || !slot_port(bus, p->port, sizeof(p->port)))
 		return;
 	read_linef(p->runtime, sizeof(p->runtime), "/sys/bus/pci/devices/%s/power/runtime_status", p->port);
 	read_linef(p->power, sizeof(p->power), "/sys/bus/pci/devices/%s/power_state", p->port);
 	p->nirqs = port_irqs(p->port, p->irqs, 8);
-	if (!read_config(p->port, cfg) || (p->exp = find_exp_cap(cfg)) < 0)
+	if (pci_config_read(p->port, cfg, sizeof(cfg)) != (ssize_t)sizeof(cfg) ||
+	    !(p->exp = pci_find_cap(cfg, sizeof(cfg), CAP_ID_EXP)))
 		return;
 	memcpy(&p->rtctl, cfg + p->exp + EXP_RTCTL, 2);
 	memcpy(&p->rtsta, cfg + p->exp + EXP_RTSTA, 4);
@@ -204,15 +176,10 @@ int cmd_pme(int argc, char **argv, struct json_object *out)
 	free(p);
 	if (collect) {
 		long long hits[NPME_PROBES];
-		struct json_object *h = json_object_new_object();
+		bool armed = kprobes_collect("lpme", pme_probes, NPME_PROBES, hits, out);
 
-		kprobes_hits("lpme", pme_probes, NPME_PROBES, hits);
-		kprobes_remove("lpme", pme_probes, NPME_PROBES);
-		for (size_t i = 0; i < NPME_PROBES; i++)
-			json_object_object_add(h, pme_probes[i].name, hits[i] >= 0 ? json_object_new_int64(hits[i]) : NULL);
-		json_object_object_add(out, "kprobe_hits", h);
-		check(&c, hits[0] >= 0 && hits[1] >= 0, "probes-armed", "lpme kprobes %s (labprobe pme --arm first)",
-		      hits[0] >= 0 && hits[1] >= 0 ? "were armed" : "were not armed");
+		check(&c, armed, "probes-armed", "lpme kprobes %s (labprobe pme --arm first)",
+		      armed ? "were armed" : "were not armed");
 		if (untouched) {
 			check(&c, hits[1] > 0, "port-runtime-suspended",
 			      "portdrv runtime-suspended a port %lld time(s)", hits[1]);

@@ -1,7 +1,9 @@
 #include "labprobe.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -117,4 +119,48 @@ void check(struct checks *c, bool ok, const char *name, const char *fmt, ...)
 	json_object_array_add(c->list, o);
 	if (!ok)
 		c->failed++;
+}
+
+ssize_t pci_config_read(const char *dev, void *buf, size_t len)
+{
+	char path[320];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/config", dev);
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return -errno;
+	n = pread(fd, buf, len, 0);
+	if (n < 0)
+		n = -errno;
+	close(fd);
+	return n;
+}
+
+int pci_find_cap(const uint8_t *cfg, size_t len, int id)
+{
+	if (len < 0x40 || !(cfg[0x06] & 0x10))	/* Status: Capabilities List */
+		return 0;
+	for (int pos = cfg[0x34] & 0xfc, ttl = 48; pos >= 0x40 && (size_t)pos + 1 < len && ttl > 0; ttl--) {
+		if (cfg[pos] == id)
+			return pos;
+		pos = cfg[pos + 1] & 0xfc;
+	}
+	return 0;
+}
+
+int pci_find_ext_cap(const uint8_t *cfg, size_t len, int id)
+{
+	for (int pos = 0x100, ttl = 480; pos >= 0x100 && (size_t)pos + 4 <= len && ttl > 0; ttl--) {
+		uint32_t h;
+
+		memcpy(&h, cfg + pos, 4);
+		if (!h || h == 0xffffffffu)
+			return 0;
+		if ((int)(h & 0xffff) == id)
+			return pos;
+		pos = (h >> 20) & 0xffc;
+	}
+	return 0;
 }

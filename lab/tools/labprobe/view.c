@@ -41,18 +41,9 @@ static void pci_driver(const char *dev, char *drv, size_t len)
  * marked disconnected, all ones). */
 static bool pci_live_ids(const char *dev, uint32_t *ids, uint32_t *class_rev)
 {
-	char path[320];
 	uint32_t w[3];
-	int fd;
-	ssize_t n;
 
-	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/config", dev);
-	fd = open(path, O_RDONLY);
-	if (fd < 0)
-		return false;
-	n = pread(fd, w, sizeof(w), 0);
-	close(fd);
-	if (n != (ssize_t)sizeof(w) || w[0] == 0xffffffffu)
+	if (pci_config_read(dev, w, sizeof(w)) != (ssize_t)sizeof(w) || w[0] == 0xffffffffu)
 		return false;
 	*ids = w[0];
 	*class_rev = w[2];
