@@ -119,8 +119,8 @@ def lab_runtime_pm_report(roles, boot, removed, d3cold, wake, pme, view, trace, 
     """Checks of the runtime-pm scenario (see playbooks/scenarios/runtime-pm.yml).
     boot/removed/d3cold/wake: labprobe pm reports (dicts, or None when the
     step did not run); pme: labprobe pme --collect over the hot-add (its
-    kprobe_hits.pme_work counts the PME service's work runs); view: labprobe view of the re-added slot; trace: the
-    whole ACPI trace; seqs: trace seq before each step {removed, d3cold,
+    kprobe_hits.pme_work counts the PME service's work runs); view: labprobe
+    view of the re-added slot; trace: the whole ACPI trace; seqs: trace seq before each step {removed, d3cold,
     hotadd, touch}; log: kernel log lines since the hot-add."""
     c = _Checks()
     A, E, P, Q = (roles[k] for k in ("tb_drive", "tb_empty", "plain_drive", "plain_empty"))
