@@ -142,12 +142,17 @@ def test_read_json_gives_none_for_missing_or_odd_files(tmp_path):
 
 
 def test_disconnect_judge_counts_hung_tasks_of_unmarked_passes_only():
-    from lab_results import lab_disconnect_judge
+    import json
+    from lab_results import lab_disconnect_judge, lab_step_reports
     hung = {"kind": "hung-task", "line": "INFO: task irq/24-pciehp:44 blocked for more than 10 seconds."}
-    step = {"kind": "step", "line": "collect failed (exit 1): kernel-log-clean"}
+
+    def collect(*kernel):
+        # the collect step as lab_step_reports records it: failed on the kernel log alone
+        out = {"checks": [{"name": "kernel-log-clean", "ok": False, "detail": "findings"}], "findings": list(kernel)}
+        return lab_step_reports([{"rc": 1, "stdout": json.dumps(out)}], ["collect"])
     ok = {"ok": True, "findings": []}
-    slow = {"ok": False, "findings": [step, hung, hung]}
-    bug = {"ok": False, "findings": [step, hung, {"kind": "bug", "line": "BUG: kernel NULL pointer"}]}
+    slow = collect(hung, hung)
+    bug = collect(hung, {"kind": "bug", "line": "BUG: kernel NULL pointer"})
     j = lab_disconnect_judge({"50000": {"marked": [ok, ok], "unmarked": [ok, slow]}}, [1, 32])
     assert [r["ok"] for r in j["reports"]] == [True, True, True, True]
     assert j["unmarked_hung_tasks"] == {"50000": {"1": 0, "32": 2}}
