@@ -31,7 +31,9 @@
  * optionally write-verifies each with fio. */
 #include "labprobe.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -143,6 +145,9 @@ struct slot {
 	bool gone;
 };
 
+/* fio_rc of a job that ended but whose error fio never reported (killed) */
+#define FIO_UNREPORTED (-2)
+
 enum { T_ISR, T_HANDLED, T_DISC, T_UNBIND, T_UNBOUND, T_PCIDEL, T_BLKDEL, T_N };
 
 /* Kill an armed fio group and wait until it is gone: a killed fio's direct
@@ -156,21 +161,24 @@ static void kill_fio_group(pid_t pgid)
 		usleep(50000);
 }
 
-/* What fio said when a write+verify failed: its lines that name an error
- * ("fio: ...", "verify: bad ...", "crc32c: verify failed at ...", "err="),
- * joined, so a finding tells an I/O error from a data mismatch and where. */
-static void fio_error_lines(int w, char *buf, size_t len)
+/* What fio said about NS when its write+verify failed: its lines that
+ * name an error on /dev/NS ("fio: io_u error on file ...", "verify: bad
+ * ...", "crc32c: verify failed at file ..."), joined, so a finding tells
+ * an I/O error from a data mismatch and where. */
+static void fio_error_lines(const char *ns, char *buf, size_t len)
 {
-	char path[64], *line = NULL;
+	char dev[48], *line = NULL, *at;
 	size_t cap = 0, used = 0;
-	FILE *f;
+	FILE *f = fopen("/run/labprobe-verify.log", "r");
 
-	snprintf(path, sizeof(path), "/run/labprobe-verify-%d.log", w);
-	f = fopen(path, "r");
+	snprintf(dev, sizeof(dev), "/dev/%.31s", ns);
 	while (f && getline(&line, &cap, f) > 0 && used + 2 < len) {
 		line[strcspn(line, "\n")] = 0;
-		if (!strstr(line, "fio: ") && !strstr(line, "verify: bad") && !strstr(line, "verify failed") &&
-		    !strstr(line, "err="))
+		at = strstr(line, dev);
+		/* nvme1n1 is not nvme1n10 */
+		if (!at || (at[strlen(dev)] >= '0' && at[strlen(dev)] <= '9'))
+			continue;
+		if (!strstr(line, "fio: ") && !strstr(line, "verify: bad") && !strstr(line, "verify failed"))
 			continue;
 		used += (size_t)snprintf(buf + used, len - used, "%s%s", used ? " | " : "", line);
 	}
@@ -254,6 +262,7 @@ static struct json_object *slot_json(const struct slot *s)
 	for (int i = 0; i < s->nns; i++)
 		json_object_array_add(a, json_object_new_string(s->nss[i]));
 	json_object_object_add(o, "namespaces", a);
+	json_object_object_add(o, "fio", json_object_new_boolean(s->fio && s->nns));
 	return o;
 }
 
@@ -290,65 +299,198 @@ static int slot_from_json(struct json_object *o, struct slot *s)
 	json_object_object_get_ex(o, "namespaces", &a);
 	for (size_t i = 0; a && i < json_object_array_length(a) && i < 8; i++)
 		scopy(s->nss[s->nns++], 32, json_object_get_string(json_object_array_get_idx(a, i)));
+	s->fio = json_object_object_get_ex(o, "fio", &v) && json_object_get_boolean(v);
 	return 0;
 }
 
 /* ---- fio supervision ---- */
 
-static void supervise(const char *dir, struct slot *slots, int n, int runtime)
+static unsigned long long ns_io(const char *ns);
+
+/* One fio process runs a job per drive: Debian's fio links librados,
+ * librbd and glusterfs, and loading them costs a second or more of CPU
+ * per process under TCG, so a process per drive made arming 16 drives
+ * take half a minute. GLOBALS apply to every job; each job is named
+ * after its slot. */
+static int fio_argv(char **argv, int max, char *const *globals, struct slot *slots, int n,
+		    char names[][48], char files[][64])
 {
-	pid_t pids[MAXS];
-	int idx[MAXS], np = 0;
+	int argc = 0;
 
-	signal(SIGCHLD, SIG_DFL);	/* the agent may have left it ignored */
-	for (int i = 0; i < n; i++) {
-		char out[300], file[64], rt[32];
-		pid_t pid;
-
+	argv[argc++] = "fio";
+	for (int g = 0; globals[g] && argc < max - 3; g++)
+		argv[argc++] = globals[g];
+	for (int i = 0; i < n && argc < max - 3; i++) {
 		if (!slots[i].fio || !slots[i].nns)
 			continue;
-		snprintf(out, sizeof(out), "--output=%.200s/fio-%.15s.json", dir, slots[i].name);
-		snprintf(file, sizeof(file), "--filename=/dev/%s", slots[i].nss[0]);
-		snprintf(rt, sizeof(rt), "--runtime=%d", runtime);
-		pid = fork();
-		if (pid == 0) {
-			/* --thread: fio forks its jobs into sessions of their own
-			 * (setsid), out of reach of collect's kill of the group;
-			 * as threads they stay in this process */
-			execlp("fio", "fio", "--name=yank", "--thread", file, "--ioengine=libaio", "--direct=1",
-			       "--rw=randwrite", "--bs=4k", "--iodepth=8", "--size=16M", "--time_based",
-			       rt, "--verify=crc32c", "--verify_backlog=256", "--verify_fatal=1",
-			       "--output-format=json", out, (char *)NULL);
-			_exit(127);
-		}
-		if (pid > 0) {
-			pids[np] = pid;
-			idx[np++] = i;
+		snprintf(names[i], 48, "--name=%.40s", slots[i].name);
+		snprintf(files[i], 64, "--filename=/dev/%.31s", slots[i].nss[0]);
+		argv[argc++] = names[i];
+		argv[argc++] = files[i];
+	}
+	argv[argc] = NULL;
+	return argc;
+}
+
+/* Which jobs' drives fio holds open now (a job closes its file when it
+ * ends: that is the moment it saw its error). */
+static void fio_open_files(pid_t pid, struct slot *slots, int n, bool *open)
+{
+	char path[64], link[128], target[128];
+	DIR *d;
+	struct dirent *e;
+
+	memset(open, 0, sizeof(bool) * (size_t)n);
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+	d = opendir(path);
+	while (d && (e = readdir(d))) {
+		ssize_t len;
+
+		snprintf(link, sizeof(link), "%s/%.40s", path, e->d_name);
+		len = readlink(link, target, sizeof(target) - 1);
+		if (len <= 0)
+			continue;
+		target[len] = '\0';
+		for (int i = 0; i < n; i++) {
+			size_t l = strlen(slots[i].nss[0]);
+
+			/* "/dev/nvme0n1", or "... (deleted)" once the drive is gone */
+			if (slots[i].fio && slots[i].nns && !strncmp(target, "/dev/", 5) &&
+			    !strncmp(target + 5, slots[i].nss[0], l) &&
+			    (target[5 + l] == '\0' || target[5 + l] == ' '))
+				open[i] = true;
 		}
 	}
-	for (int left = np; left > 0;) {
-		int status;
-		pid_t pid = wait(&status);
+	if (d)
+		closedir(d);
+}
 
-		if (pid < 0)
-			break;
-		for (int j = 0; j < np; j++) {
-			char path[300];
+/* fio's own error code of each job (0 none, EIO, EILSEQ: verify
+ * mismatch) from its JSON report, -1 for a job it did not report on. */
+static void fio_job_errors(const char *report, struct slot *slots, int n, int *err)
+{
+	struct json_object *o = NULL, *jobs = NULL, *v;
+	char *text = NULL, *at;
+	size_t cap = 0;
+	FILE *f = fopen(report, "r");
 
-			if (pids[j] != pid)
+	/* fio logs into its output file too ("fio: terminating on signal
+	 * 2"): the report starts at the first line that opens an object */
+	if (f && getdelim(&text, &cap, '\0', f) > 0) {
+		at = text[0] == '{' ? text : strstr(text, "\n{");
+		if (at)
+			o = json_tokener_parse(at);
+	}
+	free(text);
+	if (f)
+		fclose(f);
+
+	for (int i = 0; i < n; i++)
+		err[i] = -1;
+	if (o)
+		json_object_object_get_ex(o, "jobs", &jobs);
+	for (size_t k = 0; jobs && k < json_object_array_length(jobs); k++) {
+		struct json_object *job = json_object_array_get_idx(jobs, k);
+		const char *name;
+
+		if (!json_object_object_get_ex(job, "jobname", &v))
+			continue;
+		name = json_object_get_string(v);
+		for (int i = 0; i < n; i++)
+			if (!strcmp(slots[i].name, name) && json_object_object_get_ex(job, "error", &v))
+				err[i] = json_object_get_int(v);
+	}
+	json_object_put(o);
+}
+
+static void write_time_file(const char *dir, const char *slot, const char *ext, int rc, double t)
+{
+	char path[300];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%.200s/fio-%.40s.%s", dir, slot, ext);
+	f = fopen(path, "w");
+	if (!f)
+		return;
+	if (rc == INT_MIN)
+		fprintf(f, "%.6f\n", t);
+	else
+		fprintf(f, "%d %.6f\n", rc, t);
+	fclose(f);
+}
+
+/* The background supervisor of arm's fio: records in D/fio-SLOT.end when
+ * each job closed its drive (polled every 20 ms), and once fio is gone
+ * D/fio-SLOT.exit "ERROR END" per job, ERROR being fio's error code of the
+ * job (its exit status if it wrote no report: killed); then D/fio.done.
+ * collect stops fio with SIGINT, which the supervisor ignores. */
+static void supervise(const char *dir, struct slot *slots, int n, int runtime)
+{
+	static char names[MAXS][48], files[MAXS][64];
+	char *argv[24 + 2 * MAXS], out[300], rt[32], path[300];
+	char *globals[] = { "--thread", "--ioengine=libaio", "--direct=1", "--rw=randwrite", "--bs=4k",
+			    "--iodepth=8", "--size=16M", "--time_based", rt, "--verify=crc32c",
+			    "--verify_backlog=256", "--verify_fatal=1", "--output-format=json", out, NULL };
+	bool is_open[MAXS], started[MAXS] = { false }, ended[MAXS] = { false };
+	unsigned long long io0[MAXS];
+	double end[MAXS], closed_at[MAXS];
+	int err[MAXS], status = 0;
+	pid_t pid;
+
+	signal(SIGCHLD, SIG_DFL);	/* the agent may have left it ignored */
+	snprintf(out, sizeof(out), "--output=%.200s/fio.json", dir);
+	snprintf(rt, sizeof(rt), "--runtime=%d", runtime);
+	fio_argv(argv, (int)(sizeof(argv) / sizeof(argv[0])), globals, slots, n, names, files);
+	for (int i = 0; i < n; i++) {
+		io0[i] = slots[i].fio && slots[i].nns ? ns_io(slots[i].nss[0]) : 0;
+		closed_at[i] = -1;
+	}
+	pid = fork();
+	if (pid == 0) {
+		signal(SIGINT, SIG_DFL);
+		execvp("fio", argv);
+		_exit(127);
+	}
+	signal(SIGINT, SIG_IGN);
+	while (pid > 0 && waitpid(pid, &status, WNOHANG) == 0) {
+		fio_open_files(pid, slots, n, is_open);
+		for (int i = 0; i < n; i++) {
+			/* started: open with I/O done (fio also opens each drive
+			 * briefly while it sets up, to size it) */
+			if (is_open[i] && !started[i] && ns_io(slots[i].nss[0]) > io0[i] + 16)
+				started[i] = true;
+			if (!started[i] || ended[i])
 				continue;
-			FILE *f;
-
-			snprintf(path, sizeof(path), "%.200s/fio-%.15s.exit", dir, slots[idx[j]].name);
-			f = fopen(path, "w");
-			if (f) {
-				fprintf(f, "%d %.6f\n", WIFEXITED(status) ? WEXITSTATUS(status) :
-					128 + WTERMSIG(status), now_mono());
-				fclose(f);
+			/* fio also closes and reopens a time_based job's file
+			 * when it wraps around: closed for 0.5 s is an end */
+			if (is_open[i])
+				closed_at[i] = -1;
+			else if (closed_at[i] < 0)
+				closed_at[i] = now_mono();
+			else if (now_mono() - closed_at[i] >= 0.5) {
+				ended[i] = true;
+				end[i] = closed_at[i];
+				write_time_file(dir, slots[i].name, "end", INT_MIN, end[i]);
 			}
-			left--;
 		}
+		usleep(20000);
 	}
+	snprintf(path, sizeof(path), "%.200s/fio.json", dir);
+	fio_job_errors(path, slots, n, err);
+	for (int i = 0; i < n; i++) {
+		if (!slots[i].fio || !slots[i].nns)
+			continue;
+		if (!ended[i]) {
+			end[i] = closed_at[i] >= 0 ? closed_at[i] : now_mono();
+			write_time_file(dir, slots[i].name, "end", INT_MIN, end[i]);
+		}
+		write_time_file(dir, slots[i].name, "exit", err[i] >= 0 ? err[i] :
+				WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), end[i]);
+	}
+	snprintf(path, sizeof(path), "%.200s/fio.done", dir);
+	status = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (status >= 0)
+		close(status);
 }
 
 static unsigned long long ns_io(const char *ns)
@@ -396,7 +538,7 @@ int cmd_arm(int argc, char **argv, struct json_object *out)
 		return 2;
 	}
 	check_init(&c);
-	snprintf(path, sizeof(path), "mkdir -p '%s' && rm -f '%s'/fio-*", dir, dir);
+	snprintf(path, sizeof(path), "mkdir -p '%s' && rm -f '%s'/fio-* '%s'/fio.*", dir, dir, dir);
 	if (system(path) != 0) {
 		fprintf(stderr, "labprobe arm: cannot prepare %s\n", dir);
 		return 2;
@@ -703,27 +845,10 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* fio's own error code of a job (0 none, EIO, EILSEQ: verify mismatch), -1
- * when it wrote no JSON (killed while running). */
-static int fio_job_error(const char *dir, const char *slot)
-{
-	char path[300];
-	struct json_object *o, *jobs, *e;
-	int err = -1;
-
-	snprintf(path, sizeof(path), "%.200s/fio-%.15s.json", dir, slot);
-	o = json_object_from_file(path);
-	if (o && json_object_object_get_ex(o, "jobs", &jobs) && json_object_array_length(jobs) &&
-	    json_object_object_get_ex(json_object_array_get_idx(jobs, 0), "error", &e))
-		err = json_object_get_int(e);
-	json_object_put(o);
-	return err;
-}
-
 /* A slot whose port took an error but whose drive must stay: still bound
  * with its namespaces, never torn down, its fio job went on or ended with
  * a plain I/O error. */
-static void kept_checks(struct checks *c, struct slot *s, const char *dir, unsigned long long io_mid,
+static void kept_checks(struct checks *c, struct slot *s, unsigned long long io_mid,
 			struct json_object *o)
 {
 	bool present = bus_has_device(s->bus), torn = s->t[8] >= 0 || s->t[T_PCIDEL] >= 0;
@@ -739,18 +864,20 @@ static void kept_checks(struct checks *c, struct slot *s, const char *dir, unsig
 	      torn ? "was torn down by pciehp (unconfigure/pci_dev removal traced)" :
 	      "not torn down");
 	if (s->fio) {
-		int err = s->fio_rc >= 0 ? fio_job_error(dir, s->name) : -1;
 		bool flowing = s->nns && ns_io(s->nss[0]) > io_mid + 16;
 
-		if (s->fio_rc < 0)
+		if (s->fio_rc == -1)
 			outcome = flowing ? "went-on" : "stalled";
+		else if (s->fio_rc == FIO_UNREPORTED)
+			outcome = "unreported";
 		else if (s->fio_rc == 0)
 			outcome = "completed";
 		else
-			outcome = err == EILSEQ ? "verify-failed" : "io-error";
-		check(c, strcmp(outcome, "stalled") && strcmp(outcome, "verify-failed"), "fio-survived",
-		      "slot %s: fio %s (rc %d, fio error %d)", s->name, outcome, s->fio_rc, err);
-		json_object_object_add(o, "fio_error", json_object_new_int(err));
+			outcome = s->fio_rc == EILSEQ ? "verify-failed" : "io-error";
+		check(c, strcmp(outcome, "stalled") && strcmp(outcome, "verify-failed") &&
+		      strcmp(outcome, "unreported"), "fio-survived",
+		      "slot %s: fio %s (fio error %d)", s->name, outcome, s->fio_rc);
+		json_object_object_add(o, "fio_error", json_object_new_int(s->fio_rc));
 	}
 	json_object_object_add(o, "kept", json_object_new_boolean(present));
 	json_object_object_add(o, "torn_down", json_object_new_boolean(torn));
@@ -788,7 +915,7 @@ int cmd_collect(int argc, char **argv, struct json_object *out)
 	int ngone = 0, nkept = 0, nslots = 0;
 	double timeout = 60, fio_timeout = 60, observe = 10, armed, t0 = -1, start = now_mono();
 	double last_gone = -1;
-	bool kept[MAXS] = { false };
+	bool kept[MAXS] = { false }, fio_ended[MAXS] = { false };
 	unsigned long long io_mid[MAXS] = { 0 };
 	static struct slot slots[MAXS];
 	struct json_object *state, *arr, *v, *res, *findings;
@@ -887,24 +1014,20 @@ int cmd_collect(int argc, char **argv, struct json_object *out)
 			usleep((useconds_t)((until - now_mono()) * 1e6));
 	}
 
-	/* 3. wait for the fio jobs of the removed slots to end */
-	for (int i = 0; i < nslots; i++) {
-		snprintf(path, sizeof(path), "%.200s/fio-%.15s.json", dir, slots[i].name);
-		slots[i].fio = path_exists("%s", path);
+	/* 3. wait for the fio jobs of the removed slots to end (close their
+	 * drive); a kept slot's job is expected to run on */
+	for (int i = 0; i < nslots; i++)
 		slots[i].fio_rc = -1;
-	}
 	for (double fstart = now_mono();;) {
 		int left = 0;
 
 		for (int i = 0; i < nslots; i++) {
-			if (!slots[i].fio || slots[i].fio_rc >= 0)
+			if (!slots[i].fio || fio_ended[i])
 				continue;
-			snprintf(path, sizeof(path), "%.200s/fio-%.15s.exit", dir, slots[i].name);
+			snprintf(path, sizeof(path), "%.200s/fio-%.40s.end", dir, slots[i].name);
 			f = fopen(path, "r");
-			if (!f || fscanf(f, "%d %lf", &slots[i].fio_rc, &slots[i].fio_end) != 2) {
-				slots[i].fio_rc = -1;
-				left += !kept[i];	/* a kept slot's fio is expected to run on */
-			}
+			fio_ended[i] = f && fscanf(f, "%lf", &slots[i].fio_end) == 1;
+			left += !fio_ended[i] && !kept[i];
 			if (f)
 				fclose(f);
 		}
@@ -913,10 +1036,31 @@ int cmd_collect(int argc, char **argv, struct json_object *out)
 		usleep(50000);
 	}
 
-	/* fio jobs still running now are hung on a removed drive, or were on
-	 * drives that stayed: either way they go, so the guest is clean */
-	if (json_object_object_get_ex(state, "fio_pgid", &v) && json_object_get_int(v) > 0)
-		kill_fio_group(json_object_get_int(v));
+	/* then stop fio: jobs still running are on drives that stayed, or
+	 * hung on a removed one. SIGINT lets it end them and report every
+	 * job's error; a fio that does not end within 10 s is killed. */
+	if (json_object_object_get_ex(state, "fio_pgid", &v) && json_object_get_int(v) > 0) {
+		pid_t pgid = json_object_get_int(v);
+
+		snprintf(path, sizeof(path), "%.200s/fio.done", dir);
+		kill(-pgid, SIGINT);
+		for (int i = 0; i < 200 && !path_exists("%s", path) && kill(-pgid, 0) == 0; i++)
+			usleep(50000);
+		kill_fio_group(pgid);
+	}
+	for (int i = 0; i < nslots; i++) {
+		int rc;
+		double t;
+
+		if (!slots[i].fio || !fio_ended[i])
+			continue;
+		snprintf(path, sizeof(path), "%.200s/fio-%.40s.exit", dir, slots[i].name);
+		f = fopen(path, "r");
+		/* ended, but fio was killed before it could report: error unknown */
+		slots[i].fio_rc = f && fscanf(f, "%d %lf", &rc, &t) == 2 ? rc : FIO_UNREPORTED;
+		if (f)
+			fclose(f);
+	}
 
 	/* 4. the trace */
 	writef(INSTANCE "/tracing_on", "0");
@@ -953,7 +1097,7 @@ int cmd_collect(int argc, char **argv, struct json_object *out)
 				json_object_object_add(tl, t_names[k], slots[i].t[k] >= 0 && t0 >= 0 ?
 						       json_object_new_double((slots[i].t[k] - t0) * 1e3) : NULL);
 			if (slots[i].fio)
-				json_object_object_add(tl, "fio_error", slots[i].fio_rc >= 0 && t0 >= 0 ?
+				json_object_object_add(tl, "fio_error", fio_ended[i] && t0 >= 0 ?
 						       json_object_new_double((slots[i].fio_end - t0) * 1e3) : NULL);
 			json_object_object_add(o, "ms", tl);
 			if (tracepoints) {
@@ -975,12 +1119,14 @@ int cmd_collect(int argc, char **argv, struct json_object *out)
 			if (slots[i].fio)
 				json_object_object_add(o, "fio_rc", json_object_new_int(slots[i].fio_rc));
 			if (kept[i])
-				kept_checks(&c, &slots[i], dir, io_mid[i], o);
+				kept_checks(&c, &slots[i], io_mid[i], o);
 			json_object_array_add(res, o);
 			if (expected && slots[i].fio)
 				check(&c, slots[i].fio_rc > 0, "fio-ended-with-error",
 				      "slot %s: fio %s", slots[i].name,
-				      slots[i].fio_rc < 0 ? "still running (I/O hung?)" :
+				      slots[i].fio_rc == -1 ? "still running (I/O hung?)" :
+				      slots[i].fio_rc == FIO_UNREPORTED ?
+				      "ended, but fio was killed before it reported (another job hung?)" :
 				      slots[i].fio_rc == 0 ? "ended without an error" : "saw its I/O error");
 			if (expected) {
 				double g = slots[i].t[T_BLKDEL] > slots[i].t[T_PCIDEL] ?
@@ -1047,7 +1193,6 @@ int cmd_drives(int argc, char **argv, struct json_object *out)
 	struct checks c;
 	struct json_object *arr = json_object_new_array();
 	char nsname[MAXS][32];
-	pid_t pids[MAXS];
 
 	for (int i = 0; i < argc; i++) {
 		if (!strcmp(argv[i], "--expect") && i + 1 < argc)
@@ -1100,42 +1245,50 @@ int cmd_drives(int argc, char **argv, struct json_object *out)
 		}
 	}
 	if (verify_mib > 0) {
+		static struct slot jobs[MAXS];
+		static char names[MAXS][48], files[MAXS][64];
+		char *argv[16 + 2 * MAXS], size[32], report[] = "/run/labprobe-verify.json";
+		char *globals[] = { "--thread", "--ioengine=libaio", "--direct=1", "--rw=write", "--bs=64k",
+				    "--iodepth=4", size, "--verify=crc32c", "--do_verify=1", "--verify_fatal=1",
+				    "--output-format=json", "--output=/run/labprobe-verify.json", NULL };
+		int err[MAXS], status = -1;
+		pid_t pid;
+
+		snprintf(size, sizeof(size), "--size=%dM", verify_mib);
 		for (int w = 0; w < nwant; w++) {
-			char file[64], size[32];
-
-			pids[w] = -1;
-			if (!nsname[w][0])
-				continue;
-			snprintf(file, sizeof(file), "--filename=/dev/%.31s", nsname[w]);
-			snprintf(size, sizeof(size), "--size=%dM", verify_mib);
-			pids[w] = fork();
-			if (pids[w] == 0) {
-				char log[64];
-				int fd;
-
-				snprintf(log, sizeof(log), "/run/labprobe-verify-%d.log", w);
-				fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-				dup2(fd, 1);
-				dup2(fd, 2);
-				execlp("fio", "fio", "--name=verify", "--thread", file, "--ioengine=libaio", "--direct=1",
-				       "--rw=write", "--bs=64k", "--iodepth=4", size, "--verify=crc32c",
-				       "--do_verify=1", "--verify_fatal=1", (char *)NULL);
-				_exit(127);
-			}
+			memset(&jobs[w], 0, sizeof(jobs[w]));
+			scopy(jobs[w].name, sizeof(jobs[w].name), want[w]);
+			scopy(jobs[w].nss[0], 32, nsname[w]);
+			jobs[w].nns = nsname[w][0] != '\0';
+			jobs[w].fio = jobs[w].nns;
 		}
+		fio_argv(argv, (int)(sizeof(argv) / sizeof(argv[0])), globals, jobs, nwant, names, files);
+		unlink(report);
+		fflush(NULL);
+		pid = fork();
+		if (pid == 0) {
+			int fd = open("/run/labprobe-verify.log", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+			dup2(fd, 1);
+			dup2(fd, 2);
+			execvp("fio", argv);
+			_exit(127);
+		}
+		if (pid > 0)
+			waitpid(pid, &status, 0);
+		fio_job_errors(report, jobs, nwant, err);
 		for (int w = 0; w < nwant; w++) {
-			int status = -1;
-
-			if (pids[w] <= 0)
-				continue;
-			waitpid(pids[w], &status, 0);
-			bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
 			char why[400] = "";
+			bool ok = err[w] == 0;
 
+			if (!jobs[w].fio)
+				continue;
 			if (!ok)
-				fio_error_lines(w, why, sizeof(why));
-			check(&c, ok, "fio-verify", "slot %s: write+verify of %d MiB on %s %s%s%s", want[w],
-			      verify_mib, nsname[w], ok ? "passed" : "failed", why[0] ? ": " : "", why);
+				fio_error_lines(nsname[w], why, sizeof(why));
+			check(&c, ok, "fio-verify", "slot %s: write+verify of %d MiB on %s %s%s%s%s%s", want[w],
+			      verify_mib, nsname[w], ok ? "passed" : "failed",
+			      err[w] > 0 ? ": " : "", err[w] > 0 ? strerror(err[w]) : err[w] < 0 ?
+			      " (fio reported nothing on it)" : "", why[0] ? ": " : "", why);
 		}
 	}
 	json_object_object_add(out, "drives", arr);
