@@ -266,8 +266,71 @@ def test_a_lost_vm_fails_the_scenario_it_was_in_and_skips_the_rest():
     assert recs[0]["findings"][0]["kind"] == "vm-failed" and "storm iteration 2/5" in recs[0]["findings"][0]["line"]
 
 
+def test_a_lost_vm_says_what_its_console_showed():
+    """A soft lockup or an RCU stall is named as such, not as a panic, and
+    the status line carries the console's key lines."""
+    stall = ["rcu: INFO: rcu_preempt self-detected stall on CPU", "RIP: 0010:fio_thing+0x1/0x2"]
+    f = lab_scale.lab_vm_failure("vm1", "patched", "localhost", {"scenario": "aer-recovery", "iteration": 1, "of": 1},
+                                 {"reason": "the guest agent did not answer for 52 s"}, ["boot"] + stall, False)
+    assert f["reason"].endswith("; the console shows an RCU stall") and "panic" not in f["reason"]
+    line = lab_scale.lab_format_vm_failure(f)
+    assert "self-detected stall" in line and "RIP: 0010:fio_thing" in line
+    f = lab_scale.lab_vm_failure("vm1", "patched", "localhost", {}, {"reason": "the domain is no longer running"},
+                                 ["BUG: kernel NULL pointer dereference, address: 0000000000000008",
+                                  "Kernel panic - not syncing: Fatal exception"], False)
+    assert "a kernel panic" in f["reason"] and "NULL pointer" in lab_scale.lab_format_vm_failure(f)
+
+
 def test_expected_failures_follow_each_records_variant():
     fail = dict(rec("storm", "a", "stock", 1, 1), findings=[{"line": "pciehp: Already disabled"}])
     expected = {"stock": [{"scenario": "storm", "match": "Already", "reason": "known"}], "patched": []}
     out = lab_results.lab_apply_expected([fail, dict(fail, variant="patched")], expected)
     assert [r["status"] for r in out] == ["xfail", "fail"]
+
+
+FAKE_VIRSH = r"""#!/bin/bash
+# virsh for vm-watchdog: the domain runs, its agent never answers, and its
+# vCPUs wait for a host CPU $STARVE_MS ms of each second since the start
+for a in "$@"; do
+    case $a in
+    domstate) echo "running (booted)"; exit 0 ;;
+    qemu-agent-command) exit 1 ;;
+    destroy) touch "$FAKE_DIR/destroyed"; exit 0 ;;
+    domstats)
+        t=$(( $(date +%s%N) / 1000000 - $(cat "$FAKE_DIR/t0") ))
+        echo "Domain: 'vm'"; echo "  vcpu.current=2"
+        echo "  vcpu.0.delay=$((t * STARVE_MS * 1000))"; echo "  vcpu.1.delay=$((t * STARVE_MS * 1000))"
+        exit 0 ;;
+    esac
+done
+exit 1
+"""
+
+
+@pytest.mark.parametrize("starve_ms", [0, 900])
+def test_watchdog_counts_a_silent_agent_less_the_time_the_host_starved_the_vm(tmp_path, starve_ms):
+    """An agent silent for SILENT s marks the VM failed; seconds in which its
+    vCPUs only waited for a host CPU do not count (an overloaded host is not
+    a hung guest), up to 4 x SILENT."""
+    (tmp_path / "bin").mkdir()
+    virsh = tmp_path / "bin" / "virsh"
+    virsh.write_text(FAKE_VIRSH)
+    virsh.chmod(0o755)
+    (tmp_path / "t0").write_text(str(time.time_ns() // 1000000))
+    env = dict(os.environ, PATH=f"{tmp_path / 'bin'}:{os.environ['PATH']}", FAKE_DIR=str(tmp_path),
+               STARVE_MS=str(starve_ms), LAB_WATCHDOG_PERIOD="1", LAB_WATCHDOG_PING="1",
+               LAB_WATCHDOG_SILENT="3")
+    r = subprocess.run([str(REPO / "lab/tools/vm-watchdog"), "test:///fake", "vm", str(tmp_path / "out"),
+                        str(os.getpid())], env=env, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1, r.stderr
+    w = json.loads((tmp_path / "out" / "watchdog.json").read_text())
+    assert (tmp_path / "destroyed").exists()
+    m = re.search(r"did not answer for (\d+) s, (\d+) s of it with its vCPUs waiting", w["reason"])
+    assert m, w["reason"]
+    wall, starved = int(m.group(1)), int(m.group(2))
+    if starve_ms:
+        # 0.9 s of each second starved: the silence the guest could have
+        # answered in never reaches 3 s; the hard limit (12 s) ends it
+        assert starved > 0 and wall >= 12 and wall - starved < 3
+    else:
+        assert starved == 0 and 3 <= wall < 12
