@@ -11,16 +11,30 @@ def _where(at):
     return str(at["scenario"])
 
 
+def _console_trouble(lines):
+    """What the console's worst lines are: a panic stops the kernel; a soft
+    lockup or an RCU stall (a CPU that did not get to run, which a starved
+    host causes too) or an oops does not by itself."""
+    text = "\n".join(lines)
+    for marker, what in (("Kernel panic", "a kernel panic"), ("soft lockup", "a soft lockup"),
+                         ("hard LOCKUP", "a hard lockup"), ("stall", "an RCU stall"),
+                         ("Oops", "an oops"), ("BUG:", "a kernel BUG")):
+        if marker in text:
+            return what
+    return "a kernel backtrace" if text else ""
+
+
 def lab_vm_failure(vm, variant, hypervisor, at, watchdog, console_tail, kernel_log):
     """The failure record of a VM that stopped during the scenarios: where
     (scenario and iteration it was in), why (the watchdog's reason, or a
     kernel panic its console shows), and the files that hold the evidence."""
     watchdog = watchdog or {}
     panic = [line for line in (console_tail or []) if "Kernel panic" in line or "BUG:" in line
-             or "Oops" in line or "RIP:" in line]
+             or "Oops" in line or "RIP:" in line or ("rcu:" in line and "stall" in line)]
     reason = watchdog.get("reason") or "Ansible lost the VM (its guest agent stopped answering)"
-    if panic and "panic" not in reason:
-        reason += "; the console shows a kernel panic"
+    seen = _console_trouble(panic)
+    if seen and seen not in reason:
+        reason += "; the console shows " + seen
     return {"vm": vm, "variant": variant, "hypervisor": hypervisor, "where": _where(at),
             "scenario": (at or {}).get("scenario"), "reason": reason,
             "detected_at": watchdog.get("detected_at"), "last_ok_at": watchdog.get("last_ok_at"),
@@ -78,7 +92,17 @@ def lab_format_aggregate(g):
 
 
 def lab_format_vm_failure(f):
-    return f"FAILED VM {f['vm']} ({f['variant']}) during {f['where']}: {f['reason']}"
+    """One line for the run's status; with a panic on the console its key
+    lines (what the kernel said first, where, and why it stopped), so a
+    CI log shows the crash without the console file."""
+    line = f"FAILED VM {f['vm']} ({f['variant']}) during {f['where']}: {f['reason']}"
+    panic = f.get("console_panic") or []
+    key = []
+    for marker in ("BUG:", "Oops", "stall", "RIP:", "Kernel panic"):
+        hit = next((p for p in panic if marker in p), None)
+        if hit and hit not in key:
+            key.append(hit.strip())
+    return line + (" [" + " | ".join(key) + "]" if key else "")
 
 
 class FilterModule:
