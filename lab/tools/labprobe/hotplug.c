@@ -33,7 +33,6 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <limits.h>
 #include <math.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -145,6 +144,10 @@ struct slot {
 	bool gone;
 };
 
+/* labprobe drives' fio: its JSON report and its log (errors by file) */
+#define VERIFY_REPORT "/run/labprobe-verify.json"
+#define VERIFY_LOG "/run/labprobe-verify.log"
+
 /* fio_rc of a job that ended but whose error fio never reported (killed) */
 #define FIO_UNREPORTED (-2)
 
@@ -169,7 +172,7 @@ static void fio_error_lines(const char *ns, char *buf, size_t len)
 {
 	char dev[48], *line = NULL, *at;
 	size_t cap = 0, used = 0;
-	FILE *f = fopen("/run/labprobe-verify.log", "r");
+	FILE *f = fopen(VERIFY_LOG, "r");
 
 	snprintf(dev, sizeof(dev), "/dev/%.31s", ns);
 	while (f && getline(&line, &cap, f) > 0 && used + 2 < len) {
@@ -403,25 +406,26 @@ static void fio_job_errors(const char *report, struct slot *slots, int n, int *e
 	json_object_put(o);
 }
 
-static void write_time_file(const char *dir, const char *slot, const char *ext, int rc, double t)
+/* D/fio-SLOT.EXT: one line, what FMT makes */
+static void write_job_file(const char *dir, const char *slot, const char *ext, const char *fmt, ...)
 {
 	char path[300];
+	va_list ap;
 	FILE *f;
 
 	snprintf(path, sizeof(path), "%.200s/fio-%.40s.%s", dir, slot, ext);
 	f = fopen(path, "w");
 	if (!f)
 		return;
-	if (rc == INT_MIN)
-		fprintf(f, "%.6f\n", t);
-	else
-		fprintf(f, "%d %.6f\n", rc, t);
+	va_start(ap, fmt);
+	vfprintf(f, fmt, ap);
+	va_end(ap);
 	fclose(f);
 }
 
 /* The background supervisor of arm's fio: records in D/fio-SLOT.end when
  * each job closed its drive (polled every 20 ms), and once fio is gone
- * D/fio-SLOT.exit "ERROR END" per job, ERROR being fio's error code of the
+ * D/fio-SLOT.exit "ERROR" per job, ERROR being fio's error code of the
  * job (its exit status if it wrote no report: killed); then D/fio.done.
  * collect stops fio with SIGINT, which the supervisor ignores. */
 static void supervise(const char *dir, struct slot *slots, int n, int runtime)
@@ -470,7 +474,7 @@ static void supervise(const char *dir, struct slot *slots, int n, int runtime)
 			else if (now_mono() - closed_at[i] >= 0.5) {
 				ended[i] = true;
 				end[i] = closed_at[i];
-				write_time_file(dir, slots[i].name, "end", INT_MIN, end[i]);
+				write_job_file(dir, slots[i].name, "end", "%.6f\n", end[i]);
 			}
 		}
 		usleep(20000);
@@ -482,10 +486,10 @@ static void supervise(const char *dir, struct slot *slots, int n, int runtime)
 			continue;
 		if (!ended[i]) {
 			end[i] = closed_at[i] >= 0 ? closed_at[i] : now_mono();
-			write_time_file(dir, slots[i].name, "end", INT_MIN, end[i]);
+			write_job_file(dir, slots[i].name, "end", "%.6f\n", end[i]);
 		}
-		write_time_file(dir, slots[i].name, "exit", err[i] >= 0 ? err[i] :
-				WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), end[i]);
+		write_job_file(dir, slots[i].name, "exit", "%d\n", err[i] >= 0 ? err[i] :
+			       WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
 	}
 	snprintf(path, sizeof(path), "%.200s/fio.done", dir);
 	status = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -1050,14 +1054,13 @@ int cmd_collect(int argc, char **argv, struct json_object *out)
 	}
 	for (int i = 0; i < nslots; i++) {
 		int rc;
-		double t;
 
 		if (!slots[i].fio || !fio_ended[i])
 			continue;
 		snprintf(path, sizeof(path), "%.200s/fio-%.40s.exit", dir, slots[i].name);
 		f = fopen(path, "r");
 		/* ended, but fio was killed before it could report: error unknown */
-		slots[i].fio_rc = f && fscanf(f, "%d %lf", &rc, &t) == 2 ? rc : FIO_UNREPORTED;
+		slots[i].fio_rc = f && fscanf(f, "%d", &rc) == 1 ? rc : FIO_UNREPORTED;
 		if (f)
 			fclose(f);
 	}
@@ -1247,11 +1250,11 @@ int cmd_drives(int argc, char **argv, struct json_object *out)
 	if (verify_mib > 0) {
 		static struct slot jobs[MAXS];
 		static char names[MAXS][48], files[MAXS][64];
-		char *argv[16 + 2 * MAXS], size[32], report[] = "/run/labprobe-verify.json";
+		char *argv[16 + 2 * MAXS], size[32];
 		char *globals[] = { "--thread", "--ioengine=libaio", "--direct=1", "--rw=write", "--bs=64k",
 				    "--iodepth=4", size, "--verify=crc32c", "--do_verify=1", "--verify_fatal=1",
-				    "--output-format=json", "--output=/run/labprobe-verify.json", NULL };
-		int err[MAXS], status = -1;
+				    "--output-format=json", "--output=" VERIFY_REPORT, NULL };
+		int err[MAXS];
 		pid_t pid;
 
 		snprintf(size, sizeof(size), "--size=%dM", verify_mib);
@@ -1263,11 +1266,11 @@ int cmd_drives(int argc, char **argv, struct json_object *out)
 			jobs[w].fio = jobs[w].nns;
 		}
 		fio_argv(argv, (int)(sizeof(argv) / sizeof(argv[0])), globals, jobs, nwant, names, files);
-		unlink(report);
+		unlink(VERIFY_REPORT);
 		fflush(NULL);
 		pid = fork();
 		if (pid == 0) {
-			int fd = open("/run/labprobe-verify.log", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+			int fd = open(VERIFY_LOG, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 
 			dup2(fd, 1);
 			dup2(fd, 2);
@@ -1275,8 +1278,8 @@ int cmd_drives(int argc, char **argv, struct json_object *out)
 			_exit(127);
 		}
 		if (pid > 0)
-			waitpid(pid, &status, 0);
-		fio_job_errors(report, jobs, nwant, err);
+			waitpid(pid, NULL, 0);
+		fio_job_errors(VERIFY_REPORT, jobs, nwant, err);
 		for (int w = 0; w < nwant; w++) {
 			char why[400] = "";
 			bool ok = err[w] == 0;
