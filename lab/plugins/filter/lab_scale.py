@@ -11,17 +11,23 @@ def _where(at):
     return str(at["scenario"])
 
 
+# What a console line shows, worst first: a panic stops the kernel; a soft
+# lockup or an RCU stall (a CPU that did not get to run, which a starved
+# host causes too) or an oops does not by itself.
+CONSOLE_TROUBLE = (("Kernel panic", "a kernel panic"), ("soft lockup", "a soft lockup"),
+                   ("hard LOCKUP", "a hard lockup"), ("rcu: INFO", "an RCU stall"),
+                   ("Oops", "an oops"), ("BUG:", "a kernel BUG"))
+
+
+def _trouble_lines(lines):
+    """The console lines that show trouble, with the RIP: lines saying where."""
+    return [line for line in lines or [] if "RIP:" in line or any(m in line for m, _ in CONSOLE_TROUBLE)]
+
+
 def _console_trouble(lines):
-    """What the console's worst lines are: a panic stops the kernel; a soft
-    lockup or an RCU stall (a CPU that did not get to run, which a starved
-    host causes too) or an oops does not by itself."""
     text = "\n".join(lines)
-    for marker, what in (("Kernel panic", "a kernel panic"), ("soft lockup", "a soft lockup"),
-                         ("hard LOCKUP", "a hard lockup"), ("stall", "an RCU stall"),
-                         ("Oops", "an oops"), ("BUG:", "a kernel BUG")):
-        if marker in text:
-            return what
-    return "a kernel backtrace" if text else ""
+    return next((what for marker, what in CONSOLE_TROUBLE if marker in text),
+                "a kernel backtrace" if text else "")
 
 
 def lab_vm_failure(vm, variant, hypervisor, at, watchdog, console_tail, kernel_log):
@@ -29,8 +35,7 @@ def lab_vm_failure(vm, variant, hypervisor, at, watchdog, console_tail, kernel_l
     (scenario and iteration it was in), why (the watchdog's reason, or a
     kernel panic its console shows), and the files that hold the evidence."""
     watchdog = watchdog or {}
-    panic = [line for line in (console_tail or []) if "Kernel panic" in line or "BUG:" in line
-             or "Oops" in line or "RIP:" in line or ("rcu:" in line and "stall" in line)]
+    panic = _trouble_lines(console_tail)
     reason = watchdog.get("reason") or "Ansible lost the VM (its guest agent stopped answering)"
     seen = _console_trouble(panic)
     if seen and seen not in reason:
@@ -98,10 +103,10 @@ def lab_format_vm_failure(f):
     line = f"FAILED VM {f['vm']} ({f['variant']}) during {f['where']}: {f['reason']}"
     panic = f.get("console_panic") or []
     key = []
-    for marker in ("BUG:", "Oops", "stall", "RIP:", "Kernel panic"):
-        hit = next((p for p in panic if marker in p), None)
+    for marker in [m for m, _ in reversed(CONSOLE_TROUBLE)] + ["RIP:"]:
+        hit = next((p.strip() for p in panic if marker in p), None)
         if hit and hit not in key:
-            key.append(hit.strip())
+            key.append(hit)
     return line + (" [" + " | ".join(key) + "]" if key else "")
 
 
