@@ -1188,6 +1188,64 @@ int cmd_collect(int argc, char **argv, struct json_object *out)
 
 /* ---- drives: (re)appeared with the expected serial, optionally verified ---- */
 
+/* A finding for a drive that did not come back: why, and the kernel's
+ * last lines on its PCI function and on its controller. */
+static struct json_object *drive_absent_log(const char *slot, int bus, const char *why)
+{
+	struct json_object *f = json_object_new_object(), *ctx, *more;
+	char needle[40], ctrls[4][32];
+
+	snprintf(needle, sizeof(needle), "0000:%02x:00.0", bus);
+	ctx = kmsg_lines(0, needle, 6);
+	if (bus >= 0 && bus_ctrls(bus, ctrls, 4) == 1) {
+		snprintf(needle, sizeof(needle), " %s:", ctrls[0]);
+		more = kmsg_lines(0, needle, 8);
+		for (size_t i = 0; i < json_object_array_length(more); i++)
+			json_object_array_add(ctx, json_object_get(json_object_array_get_idx(more, i)));
+		json_object_put(more);
+	}
+	json_object_object_add(f, "kind", json_object_new_string("drive-absent"));
+	json_object_object_add(f, "line", json_object_new_string(why));
+	json_object_object_add(f, "slot", json_object_new_string(slot));
+	json_object_object_add(f, "context", ctx);
+	return f;
+}
+
+/* Why slot on `bus` does not hold a drive with `serial` and a usable
+ * namespace: which of controller, serial, namespace or device node is
+ * missing, with the controller's state, so that a lost namespace scan
+ * reads differently from a drive that never enumerated. */
+static void drive_absent_why(int bus, const char *serial, char *why, size_t len)
+{
+	char ctrls[4][32], nss[8][32], have[64] = "", state[32] = "?";
+	int nc = bus >= 0 ? bus_ctrls(bus, ctrls, 4) : 0;
+
+	if (bus < 0) {
+		snprintf(why, len, "no hotplug port for the slot");
+		return;
+	}
+	if (nc == 0) {
+		snprintf(why, len, "no NVMe controller on bus %02x%s", bus,
+			 bus_has_device(bus) ? " (a PCI function is there)" : "");
+		return;
+	}
+	if (nc > 1) {
+		snprintf(why, len, "%d NVMe controllers on bus %02x", nc, bus);
+		return;
+	}
+	read_linef(state, sizeof(state), "/sys/class/nvme/%s/state", ctrls[0]);
+	if (!ctrl_serial(ctrls[0], have, sizeof(have)) || strcmp(have, serial)) {
+		snprintf(why, len, "controller %s (state %s) has serial '%s'", ctrls[0], state, have);
+		return;
+	}
+	if (ctrl_namespaces(ctrls[0], nss, 8) == 0)
+		snprintf(why, len, "controller %s (state %s, serial %s) has no namespace",
+			 ctrls[0], state, have);
+	else
+		snprintf(why, len, "namespace %s of controller %s (state %s) has no /dev node",
+			 nss[0], ctrls[0], state);
+}
+
 int cmd_drives(int argc, char **argv, struct json_object *out)
 {
 	char *want[MAXS];
@@ -1196,6 +1254,7 @@ int cmd_drives(int argc, char **argv, struct json_object *out)
 	struct checks c;
 	struct json_object *arr = json_object_new_array();
 	char nsname[MAXS][32];
+	struct json_object *absent = json_object_new_array();
 
 	for (int i = 0; i < argc; i++) {
 		if (!strcmp(argv[i], "--expect") && i + 1 < argc)
@@ -1235,8 +1294,17 @@ int cmd_drives(int argc, char **argv, struct json_object *out)
 				break;
 			usleep(50000);
 		}
-		check(&c, t >= 0, "drive-present", "slot %s: %s (expected serial %s)", want[w],
-		      t >= 0 ? nss[0] : nc ? serial : "no controller", eq + 1);
+		if (t >= 0) {
+			check(&c, true, "drive-present", "slot %s: %s (expected serial %s)", want[w],
+			      nss[0], eq + 1);
+		} else {
+			char why[200];
+
+			drive_absent_why(bus, eq + 1, why, sizeof(why));
+			check(&c, false, "drive-present", "slot %s: %s after %.0f s (expected serial %s)",
+			      want[w], why, timeout, eq + 1);
+			json_object_array_add(absent, drive_absent_log(want[w], bus, why));
+		}
 		{
 			struct json_object *o = json_object_new_object();
 
@@ -1295,6 +1363,7 @@ int cmd_drives(int argc, char **argv, struct json_object *out)
 		}
 	}
 	json_object_object_add(out, "drives", arr);
+	json_object_object_add(out, "findings", absent);
 	json_object_object_add(out, "checks", c.list);
 	return c.failed ? 1 : 0;
 }
