@@ -68,7 +68,11 @@ def test_seed_is_the_profiles_or_derived_from_run_and_vm():
 def test_layout_fix_and_expectations_from_hpslot_status():
     st = status(s1="a", s2=None, s3="c", s4=None)
     assert lab_scenarios.lab_layout_fix(st, [1, 2], [1, 2, 3, 4]) == \
-        {"ok": True, "extra": [3], "missing": [2], "changed": True}
+        {"ok": True, "extra": [3], "missing": [2], "recycled": [], "changed": True}
+    # recycled drive slots are emptied when occupied and refilled either way;
+    # a slot that is not a drive slot is never refilled
+    assert lab_scenarios.lab_layout_fix(st, [1, 2], [1, 2, 3, 4], recycle=[1, 2, 3]) == \
+        {"ok": True, "extra": [1, 3], "missing": [1, 2], "recycled": [1, 2], "changed": True}
     assert lab_scenarios.lab_expect_arg(st, [1, 2, 3]) == "1=a,2=empty,3=c"
     assert not lab_scenarios.lab_layout_fix("not json", [1], [1])["ok"]
 

@@ -48,18 +48,24 @@ def lab_expect_arg(status_stdout, slots):
     return ",".join(f"{s}={states.get(int(s)) or 'empty'}" for s in slots)
 
 
-def lab_layout_fix(status_stdout, drive_slots, slots):
+def lab_layout_fix(status_stdout, drive_slots, slots, recycle=()):
     """What makes the slots the boot layout again (a drive in each drive slot,
-    the others empty): {'extra': occupied non-drive slots, 'missing': empty
-    drive slots, 'ok': hpslot status answered}."""
+    the others empty): {'extra': slots to empty (occupied non-drive slots),
+    'missing': slots to fill (empty drive slots), 'ok': hpslot status
+    answered}. Drive slots in `recycle` are emptied and refilled even when
+    QEMU has a drive there: after a failed iteration the guest may hold a
+    controller without a namespace that QEMU's view cannot tell apart."""
     report = _js(status_stdout)
     if not report or not report.get("ok"):
-        return {"ok": False, "extra": [], "missing": [], "changed": False}
+        return {"ok": False, "extra": [], "missing": [], "recycled": [], "changed": False}
     states = lab_slot_states(status_stdout, slots)
     drive_slots = [int(s) for s in drive_slots]
-    extra = [s for s in (int(x) for x in slots) if s not in drive_slots and states.get(s)]
-    missing = [s for s in drive_slots if not states.get(s)]
-    return {"ok": True, "extra": extra, "missing": missing, "changed": bool(extra or missing)}
+    recycle = [s for s in (int(x) for x in recycle) if s in drive_slots]
+    extra = [s for s in (int(x) for x in slots)
+             if states.get(s) and (s not in drive_slots or s in recycle)]
+    missing = [s for s in drive_slots if not states.get(s) or s in recycle]
+    return {"ok": True, "extra": extra, "missing": missing, "recycled": recycle,
+            "changed": bool(extra or missing)}
 
 
 def lab_view_vs_qemu(view_stdout, status_stdout, slots):
