@@ -47,7 +47,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define TRACEFS "/sys/kernel/tracing"
 #define INSTANCE TRACEFS "/instances/labprobe"
 #define MAXS 256
 
@@ -578,6 +577,7 @@ int cmd_arm(int argc, char **argv, struct json_object *out)
 
 	/* tracing: a fresh instance with our kprobes only */
 	tracefs_mount();
+	trace_pin_cmdline();
 	probes_remove();
 	pr = json_object_new_object();
 	if (mkdir(INSTANCE, 0755) && errno != EEXIST)

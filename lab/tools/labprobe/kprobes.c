@@ -11,8 +11,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define TRACEFS "/sys/kernel/tracing"
-
 /* kprobe_events must be appended to: a truncating write drops every probe. */
 static int append(const char *path, const char *text)
 {
@@ -42,6 +40,22 @@ void kprobes_remove(const char *group, const struct kprobe_def *p, size_t n)
 	}
 }
 
+/* Enabling the first trace event that records task names, and disabling
+ * the last one, registers and unregisters a sched_switch probe: a live patch
+ * (text_poke_bp) of __schedule(), the hottest code in the kernel, at every
+ * arm and collect. Under TCG with starved vCPUs that patch locked a stock
+ * guest up for good in the 4-VM run scale7 (CPU0 in text_poke_bp_batch()
+ * waiting for CPU1's IPI answer, CPU1 trapping on the int3 in __schedule()
+ * with interrupts off). One rare event left enabled in an instance of its
+ * own keeps the probe registered: __schedule() is patched once, at the
+ * first arm, and never again. */
+void trace_pin_cmdline(void)
+{
+	mkdir(TRACEFS "/instances/labprobe-pin", 0755);
+	append(TRACEFS "/instances/labprobe-pin/buffer_size_kb", "4");
+	append(TRACEFS "/instances/labprobe-pin/events/oom/mark_victim/enable", "1");
+}
+
 int kprobes_arm(const char *group, const struct kprobe_def *p, size_t n, struct json_object *out)
 {
 	struct json_object *errs = json_object_new_array();
@@ -50,6 +64,7 @@ int kprobes_arm(const char *group, const struct kprobe_def *p, size_t n, struct 
 
 	if (access(TRACEFS "/kprobe_events", F_OK))
 		mount("nodev", TRACEFS, "tracefs", 0, NULL);
+	trace_pin_cmdline();
 	kprobes_remove(group, p, n);
 	snprintf(path, sizeof(path), TRACEFS "/instances/%s", group);
 	mkdir(path, 0755);

@@ -47,12 +47,16 @@ unsigned long long kmsg_last_seq(void);
  * (NULL: all), as "[ts] message". */
 struct json_object *kmsg_lines(unsigned long long since, const char *needle, int max);
 
+#define TRACEFS "/sys/kernel/tracing"
+
 /* kprobes.c: counting kprobes of one group (= tracefs instance) */
 struct kprobe_def {
 	const char *name, *def;	/* event name; kprobe_events definition after it */
 };
 int kprobes_arm(const char *group, const struct kprobe_def *p, size_t n, struct json_object *out);
 void kprobes_remove(const char *group, const struct kprobe_def *p, size_t n);
+/* keeps task-name recording on from the first arm: see kprobes.c */
+void trace_pin_cmdline(void);
 void kprobes_hits(const char *group, const struct kprobe_def *p, size_t n, long long *hits);
 bool kprobes_collect(const char *group, const struct kprobe_def *p, size_t n, long long *hits,
 		     struct json_object *out);
