@@ -37,6 +37,17 @@ def test_guest_sees_pciehp_slots_and_drives(lab_vm):
     assert out.split()[-1] == lab_vm.summary["kernel"]["release"]
 
 
+def test_tracing_leaves_only_the_pinned_task_name_event(lab_vm):
+    """After the run's arms and collects (bulk, quick-swap, storm, aer), the
+    guest keeps task-name recording pinned by one enabled event, so that
+    later arms do not live-patch __schedule() again, and labprobe's own
+    instance is gone."""
+    rc, out, err = lab_vm.agent("ls /sys/kernel/tracing/instances; "
+                                "cat /sys/kernel/tracing/instances/labprobe-pin/events/oom/mark_victim/enable")
+    assert rc == 0, err
+    assert out.split() == ["labprobe-pin", "1"], out
+
+
 def test_unchanged_inputs_rebuild_nothing(lab_vm):
     r = run(["lab/tools/kernel-build", "--variant", "patched"])
     assert r.returncode == 0 and "up to date" in r.stderr, r.stderr
