@@ -29,7 +29,6 @@ FINDING = re.compile(r"^(ERROR|WARNING|CHECK):([A-Z0-9_]+):")
 KEPT = re.compile(r"^\s*[-*]\s+`([^`]+\.patch)`:\s+`((?:ERROR|WARNING|CHECK):[A-Z0-9_]+)`")
 
 
-
 def series():
     """Patch file names in kernel/patches/series, in order."""
     names = []
