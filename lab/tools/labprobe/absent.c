@@ -110,9 +110,11 @@ int cmd_absent(int argc, char **argv, struct json_object *out)
 	int bus;
 
 	for (int i = 0; i < argc; i++) {
-		if (!strcmp(argv[i], "--slot") && i + 1 < argc)
+		if (!strcmp(argv[i], "--slot") && i + 1 < argc) {
 			slot = argv[++i];
-		else if (!strcmp(argv[i], "--expect-ones"))
+			if (check_slot("--slot", slot))
+				return 2;
+		} else if (!strcmp(argv[i], "--expect-ones"))
 			expect_ones = true;
 		else {
 			fprintf(stderr, "labprobe absent: unknown argument '%s' (--slot N [--expect-ones])\n", argv[i]);

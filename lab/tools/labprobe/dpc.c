@@ -23,6 +23,7 @@
 #include "labprobe.h"
 
 #include <fcntl.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,34 +85,42 @@ int cmd_dpc(int argc, char **argv, struct json_object *out)
 {
 	char *slots_arg = NULL, *names[256];
 	bool collect = false, no_recovery = false, since_given = false;
-	unsigned long long since = 0;
-	long contained = -1;
-	int nslots;
+	long since = 0, contained = -1;
+	int nslots = 0;
 	struct checks c;
 
 	if (argc == 1 && !strcmp(argv[0], "--arm")) {
-		/* where the kernel log stood: --collect --since-seq takes it */
-		json_object_object_add(out, "kmsg_last_seq", json_object_new_uint64(kmsg_last_seq()));
+		unsigned long long seq = kmsg_last_seq();
+
+		/* where the kernel log stood: --collect --since-seq takes it;
+		 * without it there is nothing to arm for */
+		if (kmsg_error())
+			return 1;
+		json_object_object_add(out, "kmsg_last_seq", json_object_new_uint64(seq));
 		return kprobes_arm("ldpc", dpc_probes, NDPC_PROBES, out);
 	}
 	for (int i = 0; i < argc; i++) {
-		if (!strcmp(argv[i], "--collect"))
+		if (!strcmp(argv[i], "--collect")) {
 			collect = true;
-		else if (!strcmp(argv[i], "--expect-no-recovery"))
+		} else if (!strcmp(argv[i], "--expect-no-recovery")) {
 			no_recovery = true;
-		else if (!strcmp(argv[i], "--slots") && i + 1 < argc)
+		} else if (!strcmp(argv[i], "--slots") && i + 1 < argc) {
 			slots_arg = argv[++i];
-		else if (!strcmp(argv[i], "--expect-contained") && i + 1 < argc)
-			contained = atol(argv[++i]);
-		else if (!strcmp(argv[i], "--since-seq") && i + 1 < argc) {
-			since = strtoull(argv[++i], NULL, 10);
+			if ((nslots = parse_slots("--slots", slots_arg, names, 256)) < 0)
+				return 2;
+		} else if (!strcmp(argv[i], "--expect-contained") && i + 1 < argc) {
+			if (parse_long_opt("--expect-contained", argv[++i], 0, 1000000, &contained))
+				return 2;
+		} else if (!strcmp(argv[i], "--since-seq") && i + 1 < argc) {
+			if (parse_long_opt("--since-seq", argv[++i], 0, LONG_MAX, &since))
+				return 2;
 			since_given = true;
 		} else {
 			fprintf(stderr, "labprobe dpc: unknown argument '%s'\n", argv[i]);
 			return 2;
 		}
 	}
-	if (!slots_arg || (nslots = parse_list(slots_arg, names, 256)) <= 0) {
+	if (!slots_arg || nslots == 0) {
 		fprintf(stderr, "labprobe dpc: --slots N,... is required\n");
 		return 2;
 	}
@@ -161,9 +170,9 @@ int cmd_dpc(int argc, char **argv, struct json_object *out)
 			      "%lld containment(s) went through error recovery (dpc_process_error)", hits[1]);
 	}
 	if (since_given) {
-		json_object_object_add(out, "dpc_log", kmsg_lines(since, "DPC", 200));
-		json_object_object_add(out, "recovery_log", kmsg_lines(since, "recovery", 200));
-		json_object_object_add(out, "frozen_log", kmsg_lines(since, "frozen state", 200));
+		json_object_object_add(out, "dpc_log", kmsg_lines((unsigned long long)since, "DPC", 200));
+		json_object_object_add(out, "recovery_log", kmsg_lines((unsigned long long)since, "recovery", 200));
+		json_object_object_add(out, "frozen_log", kmsg_lines((unsigned long long)since, "frozen state", 200));
 	}
 	json_object_object_add(out, "checks", c.list);
 	return c.failed ? 1 : 0;

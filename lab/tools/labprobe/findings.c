@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,10 +44,44 @@ struct rec {
 	char *msg;
 };
 
-/* Parses "pri,seq,ts_usec,flags;message"; returns false for junk. */
-static bool parse_record(char *line, struct rec *r)
+/* The kernel log. LABPROBE_KMSG names another file of records in its
+ * format: a test hook, to run the reader on a host without touching its
+ * log. */
+static const char *kmsg_path(void)
 {
-	char *semi = strchr(line, ';');
+	const char *p = getenv("LABPROBE_KMSG");
+
+	return p && p[0] ? p : "/dev/kmsg";
+}
+
+/* How reading the log went in this run, for kmsg_report(): whether it was
+ * read at all, the first error, and the most records one pass over the
+ * log lost to ring overruns. */
+static struct {
+	bool read;
+	char error[320];
+	unsigned long long overrun;
+} kmsg_state;
+
+const char *kmsg_error(void)
+{
+	return kmsg_state.error[0] ? kmsg_state.error : NULL;
+}
+
+bool kmsg_report(struct json_object *out)
+{
+	if (!kmsg_state.read)
+		return false;
+	json_object_object_add(out, "kmsg_overrun", json_object_new_uint64(kmsg_state.overrun));
+	if (kmsg_error())
+		json_object_object_add(out, "error", json_object_new_string(kmsg_error()));
+	return kmsg_error() != NULL;
+}
+
+/* Parses "pri,seq,ts_usec,flags;message"; returns false for junk. */
+static bool parse_record(const char *line, struct rec *r)
+{
+	const char *semi = strchr(line, ';');
 	unsigned int pri;
 	unsigned long long seq, usec;
 
@@ -55,62 +90,151 @@ static bool parse_record(char *line, struct rec *r)
 	r->seq = seq;
 	r->ts = (double)usec / 1e6;
 	r->msg = strdup(semi + 1);
-	r->msg[strcspn(r->msg, "\n")] = '\0';
+	if (!r->msg)
+		abort();
 	return true;
 }
 
-static size_t read_all(struct rec **out)
+struct reader {
+	struct rec *recs;
+	size_t n, cap;
+	bool epipe;			/* an overrun not yet counted */
+	unsigned long long lost;	/* records lost to overruns */
+};
+
+static void add_line(struct reader *rd, const char *line)
 {
-	int fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK);
-	char buf[8192];
-	struct rec *recs = NULL;
-	size_t n = 0, cap = 0;
+	struct rec r;
+	unsigned long long gap = 0;
 
-	if (fd < 0)
-		return 0;
-	for (;;) {
-		ssize_t len = read(fd, buf, sizeof(buf) - 1);
-		struct rec r;
-
-		if (len < 0) {
-			if (errno == EPIPE)	/* overwritten while reading: go on */
-				continue;
-			break;
-		}
-		buf[len] = '\0';
-		if (!parse_record(buf, &r))
-			continue;
-		if (n == cap) {
-			cap = cap ? cap * 2 : 1024;
-			recs = realloc(recs, cap * sizeof(*recs));
-			if (!recs)
-				abort();
-		}
-		recs[n++] = r;
+	/* " KEY=value" lines continue the record before them */
+	if (line[0] == ' ' || !parse_record(line, &r))
+		return;
+	/* after EPIPE the reader goes on at the oldest record left: the
+	 * sequence numbers skipped are the records lost (at least one) */
+	if (rd->n && r.seq > rd->recs[rd->n - 1].seq + 1)
+		gap = r.seq - rd->recs[rd->n - 1].seq - 1;
+	if (rd->epipe && !gap)
+		gap = 1;
+	rd->lost += gap;
+	rd->epipe = false;
+	if (rd->n == rd->cap) {
+		rd->cap = rd->cap ? rd->cap * 2 : 1024;
+		rd->recs = realloc(rd->recs, rd->cap * sizeof(*rd->recs));
+		if (!rd->recs)
+			abort();
 	}
+	rd->recs[rd->n++] = r;
+}
+
+static void free_recs(struct rec *recs, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(recs[i].msg);
+	free(recs);
+}
+
+/* Every record the ring holds, oldest first; -1 (and kmsg_error()) when
+ * the log cannot be opened or read. /dev/kmsg returns one record a read
+ * (its line and continuation lines; EAGAIN at the end, EPIPE when records
+ * were overwritten under the reader); a file of records (the test hook)
+ * returns many a read, the last one maybe cut, and 0 at its end. */
+static ssize_t read_all(struct rec **out)
+{
+	const char *path = kmsg_path();
+	int fd = open(path, O_RDONLY | O_NONBLOCK);
+	struct reader rd = { 0 };
+	char buf[16384], *line, *nl;
+	size_t have = 0;
+	bool skip = false;	/* in a line longer than buf: drop it */
+
+	kmsg_state.read = true;
+	*out = NULL;
+	if (fd < 0) {
+		if (!kmsg_error())
+			snprintf(kmsg_state.error, sizeof(kmsg_state.error), "cannot open %s: %s",
+				 path, strerror(errno));
+		return -1;
+	}
+	for (;;) {
+		ssize_t len = read(fd, buf + have, sizeof(buf) - 1 - have);
+
+		if (len < 0 && errno == EINTR)
+			continue;
+		if (len < 0 && errno == EPIPE) {	/* overwritten while reading: go on */
+			rd.epipe = true;
+			continue;
+		}
+		if (len < 0 && errno == EAGAIN)
+			break;
+		if (len < 0) {
+			if (!kmsg_error())
+				snprintf(kmsg_state.error, sizeof(kmsg_state.error), "cannot read %s: %s",
+					 path, strerror(errno));
+			close(fd);
+			free_recs(rd.recs, rd.n);
+			return -1;
+		}
+		if (len == 0)
+			break;
+		have += (size_t)len;
+		buf[have] = '\0';
+		for (line = buf; (nl = strchr(line, '\n')); line = nl + 1) {
+			*nl = '\0';
+			if (!skip)
+				add_line(&rd, line);
+			skip = false;
+		}
+		have = (size_t)(buf + have - line);
+		memmove(buf, line, have);
+		if (have == sizeof(buf) - 1) {
+			skip = true;
+			have = 0;
+		}
+	}
+	if (have && !skip) {
+		buf[have] = '\0';
+		add_line(&rd, buf);
+	}
+	if (rd.epipe)
+		rd.lost++;
+	if (rd.lost > kmsg_state.overrun)
+		kmsg_state.overrun = rd.lost;
 	close(fd);
-	*out = recs;
-	return n;
+	*out = rd.recs;
+	return (ssize_t)rd.n;
 }
 
 unsigned long long kmsg_last_seq(void)
 {
 	struct rec *recs;
-	size_t n = read_all(&recs);
-	unsigned long long seq = n ? recs[n - 1].seq : 0;
+	ssize_t n = read_all(&recs);
+	unsigned long long seq = n > 0 ? recs[n - 1].seq : 0;
 
-	for (size_t i = 0; i < n; i++)
-		free(recs[i].msg);
-	free(recs);
+	free_recs(recs, n > 0 ? (size_t)n : 0);
 	return seq;
+}
+
+struct json_object *kmsg_last_seq_json(void)
+{
+	unsigned long long seq = kmsg_last_seq();
+
+	/* not 0: that would pass for a sequence number the log reached */
+	return kmsg_error() ? NULL : json_object_new_uint64(seq);
 }
 
 struct json_object *kmsg_lines(unsigned long long since, const char *needle, int max)
 {
 	struct json_object *arr = json_object_new_array();
 	struct rec *recs;
-	size_t n = read_all(&recs), first = n;
+	ssize_t got = read_all(&recs);
+	size_t n = got > 0 ? (size_t)got : 0, first = n;
 	int taken = 0;
+
+	if (got < 0) {	/* not an empty log: say why there is none */
+		json_object_array_add(arr, json_object_new_string(kmsg_error()));
+		return arr;
+	}
 
 	/* walk back to the first of the last `max` matching records */
 	for (size_t i = n; i-- > 0 && taken < max;) {
@@ -129,9 +253,7 @@ struct json_object *kmsg_lines(unsigned long long since, const char *needle, int
 		snprintf(line, sizeof(line), "[%12.6f] %.1000s", recs[i].ts, recs[i].msg);
 		json_object_array_add(arr, json_object_new_string(line));
 	}
-	for (size_t i = 0; i < n; i++)
-		free(recs[i].msg);
-	free(recs);
+	free_recs(recs, n);
 	return arr;
 }
 
@@ -139,7 +261,18 @@ struct json_object *findings_scan(unsigned long long since_seq, int context)
 {
 	struct json_object *list = json_object_new_array();
 	struct rec *recs;
-	size_t n = read_all(&recs);
+	ssize_t got = read_all(&recs);
+	size_t n = got > 0 ? (size_t)got : 0;
+
+	if (got < 0) {	/* a log that cannot be read is no clean log */
+		struct json_object *o = json_object_new_object();
+
+		json_object_object_add(o, "kind", json_object_new_string("kmsg-error"));
+		json_object_object_add(o, "line", json_object_new_string(kmsg_error()));
+		json_object_object_add(o, "context", json_object_new_array());
+		json_object_array_add(list, o);
+		return list;
+	}
 
 	for (size_t i = 0; i < n; i++) {
 		const char *kind = NULL;
@@ -175,30 +308,30 @@ struct json_object *findings_scan(unsigned long long since_seq, int context)
 		json_object_object_add(o, "context", ctx);
 		json_object_array_add(list, o);
 	}
-	for (size_t i = 0; i < n; i++)
-		free(recs[i].msg);
-	free(recs);
+	free_recs(recs, n);
 	return list;
 }
 
 int cmd_findings(int argc, char **argv, struct json_object *out)
 {
-	unsigned long long since = 0;
+	long since = 0;
 	int context = 8;
 	struct json_object *f;
 
 	for (int i = 0; i < argc; i++) {
-		if (!strcmp(argv[i], "--since-seq") && i + 1 < argc)
-			since = strtoull(argv[++i], NULL, 0);
-		else if (!strcmp(argv[i], "--context") && i + 1 < argc)
-			context = atoi(argv[++i]);
-		else {
+		if (!strcmp(argv[i], "--since-seq") && i + 1 < argc) {
+			if (parse_long_opt("--since-seq", argv[++i], 0, LONG_MAX, &since))
+				return 2;
+		} else if (!strcmp(argv[i], "--context") && i + 1 < argc) {
+			if (parse_int_opt("--context", argv[++i], 0, 1000, &context))
+				return 2;
+		} else {
 			fprintf(stderr, "labprobe findings: unknown argument '%s'\n", argv[i]);
 			return 2;
 		}
 	}
-	f = findings_scan(since, context);
-	json_object_object_add(out, "kmsg_last_seq", json_object_new_uint64(kmsg_last_seq()));
+	f = findings_scan((unsigned long long)since, context);
+	json_object_object_add(out, "kmsg_last_seq", kmsg_last_seq_json());
 	json_object_object_add(out, "findings", f);
 	return json_object_array_length(f) ? 1 : 0;
 }

@@ -509,29 +509,58 @@ static unsigned long long ns_io(const char *ns)
 
 /* ---- arm ---- */
 
+/* D, created if need be, without the fio files of an earlier arm */
+static int prepare_dir(const char *dir)
+{
+	int ret = mkdir_p(dir, 0755);
+	struct dirent *e;
+	DIR *d;
+
+	if (ret)
+		return ret;
+	d = opendir(dir);
+	if (!d)
+		return -errno;
+	while ((e = readdir(d)))
+		if ((!strncmp(e->d_name, "fio-", 4) || !strncmp(e->d_name, "fio.", 4)) &&
+		    unlinkat(dirfd(d), e->d_name, 0) && errno != ENOENT) {
+			ret = -errno;
+			break;
+		}
+	closedir(d);
+	return ret;
+}
+
 int cmd_arm(int argc, char **argv, struct json_object *out)
 {
 	const char *dir = NULL;
 	char *slot_names[MAXS], *fio_names[MAXS];
-	int nslots = 0, nfio = 0, runtime = 300, hung = 0;
+	int nslots = 0, nfio = 0, runtime = 300, hung = 0, ret;
 	static struct slot slots[MAXS];
-	struct json_object *state = json_object_new_object(), *arr, *pr;
+	struct json_object *state, *arr, *pr;
 	struct checks c;
 	char path[300];
 	pid_t fio_pgid = 0;
 
+	/* every argument is checked before anything is touched */
 	for (int i = 0; i < argc; i++) {
-		if (!strcmp(argv[i], "--dir") && i + 1 < argc)
+		if (!strcmp(argv[i], "--dir") && i + 1 < argc) {
 			dir = argv[++i];
-		else if (!strcmp(argv[i], "--slots") && i + 1 < argc)
-			nslots = parse_list(strdup(argv[++i]), slot_names, MAXS);
-		else if (!strcmp(argv[i], "--fio") && i + 1 < argc)
-			nfio = parse_list(strdup(argv[++i]), fio_names, MAXS);
-		else if (!strcmp(argv[i], "--fio-runtime") && i + 1 < argc)
-			runtime = atoi(argv[++i]);
-		else if (!strcmp(argv[i], "--hung-task-timeout") && i + 1 < argc)
-			hung = atoi(argv[++i]);
-		else {
+			if (check_path_opt("--dir", dir))
+				return 2;
+		} else if (!strcmp(argv[i], "--slots") && i + 1 < argc) {
+			if ((nslots = parse_slots("--slots", strdup(argv[++i]), slot_names, MAXS)) < 0)
+				return 2;
+		} else if (!strcmp(argv[i], "--fio") && i + 1 < argc) {
+			if ((nfio = parse_slots("--fio", strdup(argv[++i]), fio_names, MAXS)) < 0)
+				return 2;
+		} else if (!strcmp(argv[i], "--fio-runtime") && i + 1 < argc) {
+			if (parse_int_opt("--fio-runtime", argv[++i], 1, TIMEOUT_MAX, &runtime))
+				return 2;
+		} else if (!strcmp(argv[i], "--hung-task-timeout") && i + 1 < argc) {
+			if (parse_int_opt("--hung-task-timeout", argv[++i], 0, TIMEOUT_MAX, &hung))
+				return 2;
+		} else {
 			fprintf(stderr, "labprobe arm: unknown argument '%s'\n", argv[i]);
 			return 2;
 		}
@@ -541,11 +570,12 @@ int cmd_arm(int argc, char **argv, struct json_object *out)
 		return 2;
 	}
 	check_init(&c);
-	snprintf(path, sizeof(path), "mkdir -p '%s' && rm -f '%s'/fio-* '%s'/fio.*", dir, dir, dir);
-	if (system(path) != 0) {
-		fprintf(stderr, "labprobe arm: cannot prepare %s\n", dir);
+	ret = prepare_dir(dir);
+	if (ret) {
+		fprintf(stderr, "labprobe arm: cannot prepare %s: %s\n", dir, strerror(-ret));
 		return 2;
 	}
+	state = json_object_new_object();
 
 	arr = json_object_new_array();
 	for (int i = 0; i < nslots; i++) {
@@ -563,6 +593,13 @@ int cmd_arm(int argc, char **argv, struct json_object *out)
 	}
 	json_object_object_add(state, "slots", arr);
 	json_object_object_add(state, "kmsg_seq", json_object_new_uint64(kmsg_last_seq()));
+	/* collect judges the log from here: arm nothing without one */
+	check(&c, !kmsg_error(), "kmsg-readable", "%s", kmsg_error() ? kmsg_error() : "kernel log read");
+	if (c.failed) {
+		json_object_object_add(out, "state", state);
+		json_object_object_add(out, "checks", c.list);
+		return 1;
+	}
 
 	if (hung > 0) {
 		char was[32];
@@ -931,21 +968,28 @@ int cmd_collect(int argc, char **argv, struct json_object *out)
 	double agree[TP_N] = { 0 };
 
 	for (int i = 0; i < argc; i++) {
-		if (!strcmp(argv[i], "--dir") && i + 1 < argc)
+		if (!strcmp(argv[i], "--dir") && i + 1 < argc) {
 			dir = argv[++i];
-		else if (!strcmp(argv[i], "--expect-gone") && i + 1 < argc)
-			ngone = parse_list(strdup(argv[++i]), gone_names, MAXS);
-		else if (!strcmp(argv[i], "--expect-kept") && i + 1 < argc)
-			nkept = parse_list(strdup(argv[++i]), kept_names, MAXS);
-		else if (!strcmp(argv[i], "--observe") && i + 1 < argc)
-			observe = atof(argv[++i]);
-		else if (!strcmp(argv[i], "--aer"))
+			if (check_path_opt("--dir", dir))
+				return 2;
+		} else if (!strcmp(argv[i], "--expect-gone") && i + 1 < argc) {
+			if ((ngone = parse_slots("--expect-gone", strdup(argv[++i]), gone_names, MAXS)) < 0)
+				return 2;
+		} else if (!strcmp(argv[i], "--expect-kept") && i + 1 < argc) {
+			if ((nkept = parse_slots("--expect-kept", strdup(argv[++i]), kept_names, MAXS)) < 0)
+				return 2;
+		} else if (!strcmp(argv[i], "--observe") && i + 1 < argc) {
+			if (parse_double_opt("--observe", argv[++i], 0, TIMEOUT_MAX, &observe))
+				return 2;
+		} else if (!strcmp(argv[i], "--aer")) {
 			expect_aer = true;
-		else if (!strcmp(argv[i], "--timeout") && i + 1 < argc)
-			timeout = atof(argv[++i]);
-		else if (!strcmp(argv[i], "--fio-timeout") && i + 1 < argc)
-			fio_timeout = atof(argv[++i]);
-		else {
+		} else if (!strcmp(argv[i], "--timeout") && i + 1 < argc) {
+			if (parse_double_opt("--timeout", argv[++i], 0, TIMEOUT_MAX, &timeout))
+				return 2;
+		} else if (!strcmp(argv[i], "--fio-timeout") && i + 1 < argc) {
+			if (parse_double_opt("--fio-timeout", argv[++i], 0, TIMEOUT_MAX, &fio_timeout))
+				return 2;
+		} else {
 			fprintf(stderr, "labprobe collect: unknown argument '%s'\n", argv[i]);
 			return 2;
 		}
@@ -1010,12 +1054,10 @@ int cmd_collect(int argc, char **argv, struct json_object *out)
 	if (nkept) {
 		double until = start + observe;
 
-		if (until - 1 > now_mono())
-			usleep((useconds_t)((until - 1 - now_mono()) * 1e6));
+		sleep_s(until - 1 - now_mono());
 		for (int i = 0; i < nslots; i++)
 			io_mid[i] = kept[i] && slots[i].nns ? ns_io(slots[i].nss[0]) : 0;
-		if (until > now_mono())
-			usleep((useconds_t)((until - now_mono()) * 1e6));
+		sleep_s(until - now_mono());
 	}
 
 	/* 3. wait for the fio jobs of the removed slots to end (close their
@@ -1249,6 +1291,7 @@ static void drive_absent_why(int bus, const char *serial, char *why, size_t len)
 int cmd_drives(int argc, char **argv, struct json_object *out)
 {
 	char *want[MAXS];
+	const char *serials[MAXS];
 	int nwant = 0, verify_mib = 0;
 	double timeout = 60, start = now_mono();
 	struct checks c;
@@ -1257,34 +1300,34 @@ int cmd_drives(int argc, char **argv, struct json_object *out)
 	struct json_object *absent = json_object_new_array();
 
 	for (int i = 0; i < argc; i++) {
-		if (!strcmp(argv[i], "--expect") && i + 1 < argc)
-			nwant = parse_list(strdup(argv[++i]), want, MAXS);
-		else if (!strcmp(argv[i], "--timeout") && i + 1 < argc)
-			timeout = atof(argv[++i]);
-		else if (!strcmp(argv[i], "--verify-mib") && i + 1 < argc)
-			verify_mib = atoi(argv[++i]);
-		else {
+		if (!strcmp(argv[i], "--expect") && i + 1 < argc) {
+			nwant = parse_slot_values("--expect", strdup(argv[++i]), want, serials, MAXS, false);
+			if (nwant < 0)
+				return 2;
+		} else if (!strcmp(argv[i], "--timeout") && i + 1 < argc) {
+			if (parse_double_opt("--timeout", argv[++i], 0, TIMEOUT_MAX, &timeout))
+				return 2;
+		} else if (!strcmp(argv[i], "--verify-mib") && i + 1 < argc) {
+			if (parse_int_opt("--verify-mib", argv[++i], 0, 1 << 20, &verify_mib))
+				return 2;
+		} else {
 			fprintf(stderr, "labprobe drives: unknown argument '%s'\n", argv[i]);
 			return 2;
 		}
 	}
 	check_init(&c);
 	for (int w = 0; w < nwant; w++) {
-		char *eq = strchr(want[w], '='), serial[64] = "", ctrls[4][32], nss[8][32];
+		const char *want_serial = serials[w];
+		char serial[64] = "", ctrls[4][32], nss[8][32];
 		double t = -1;
 		int bus = -1, nc = 0;
 
-		if (!eq) {
-			fprintf(stderr, "labprobe drives: --expect takes SLOT=SERIAL,...\n");
-			return 2;
-		}
-		*eq = '\0';
 		nsname[w][0] = '\0';
 		for (;;) {
 			bus = slot_bus(want[w]);
 			nc = bus >= 0 ? bus_ctrls(bus, ctrls, 4) : 0;
 			if (nc == 1 && ctrl_serial(ctrls[0], serial, sizeof(serial)) &&
-			    !strcmp(serial, eq + 1) && ctrl_namespaces(ctrls[0], nss, 8) > 0 &&
+			    !strcmp(serial, want_serial) && ctrl_namespaces(ctrls[0], nss, 8) > 0 &&
 			    path_exists("/dev/%s", nss[0])) {
 				t = now_mono() - start;
 				scopy(nsname[w], 32, nss[0]);
@@ -1296,13 +1339,13 @@ int cmd_drives(int argc, char **argv, struct json_object *out)
 		}
 		if (t >= 0) {
 			check(&c, true, "drive-present", "slot %s: %s (expected serial %s)", want[w],
-			      nss[0], eq + 1);
+			      nss[0], want_serial);
 		} else {
 			char why[200];
 
-			drive_absent_why(bus, eq + 1, why, sizeof(why));
+			drive_absent_why(bus, want_serial, why, sizeof(why));
 			check(&c, false, "drive-present", "slot %s: %s after %.0f s (expected serial %s)",
-			      want[w], why, timeout, eq + 1);
+			      want[w], why, timeout, want_serial);
 			json_object_array_add(absent, drive_absent_log(want[w], bus, why));
 		}
 		{

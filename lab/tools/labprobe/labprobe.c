@@ -24,7 +24,8 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: labprobe COMMAND [ARGS]\n"
 		   "Guest-side checks of pciehp-lab; prints one JSON object, exits 0 when all checks held,\n"
-		   "1 when one failed, 2 on bad arguments.\n\n");
+		   "1 when one failed (or the kernel log could not be read: \"error\"), 2 on bad arguments.\n"
+		   "LABPROBE_KMSG=FILE reads kernel log records from FILE instead of /dev/kmsg (tests).\n\n");
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
 		fprintf(f, "  labprobe %s %s\n", cmds[i].name, cmds[i].help);
 }
@@ -40,12 +41,16 @@ int main(int argc, char **argv)
 			struct json_object *out = json_object_new_object();
 			int ret;
 
+			labprobe_cmd = cmds[i].name;
 			json_object_object_add(out, "command", json_object_new_string(cmds[i].name));
 			ret = cmds[i].fn(argc - 2, argv + 2, out);
 			if (ret == 2) {
 				json_object_put(out);
 				return 2;
 			}
+			/* a kernel log that could not be read fails any command that read it */
+			if (kmsg_report(out) && ret == 0)
+				ret = 1;
 			json_object_object_add(out, "ok", json_object_new_boolean(ret == 0));
 			puts(json_object_to_json_string_ext(out, JSON_C_TO_STRING_PLAIN));
 			json_object_put(out);

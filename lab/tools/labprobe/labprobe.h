@@ -9,6 +9,26 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+/* args.c: command-line values. Each returns -1 after saying on stderr what
+ * is wrong with the option (the command then exits 2, before acting). */
+extern const char *labprobe_cmd;	/* the subcommand, for messages */
+void arg_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+int parse_long_opt(const char *opt, const char *s, long min, long max, long *out);
+int parse_int_opt(const char *opt, const char *s, int min, int max, int *out);
+int parse_double_opt(const char *opt, const char *s, double min, double max, double *out);
+/* "a,b,..." split in place into at most max items: count, -1 if more */
+int parse_list(const char *opt, char *arg, char **items, int max);
+/* a physical slot number, 0..8191 */
+int check_slot(const char *opt, const char *slot);
+/* a list of slot numbers; of SLOT=VALUE entries (values point into arg) */
+int parse_slots(const char *opt, char *arg, char **items, int max);
+int parse_slot_values(const char *opt, char *arg, char **items, const char **values, int max,
+		      bool value_optional);
+/* an absolute path of [A-Za-z0-9/._+-], no "..", at most DIR_ARG_MAX long */
+#define DIR_ARG_MAX 200
+int check_path_opt(const char *opt, const char *s);
+#define TIMEOUT_MAX 86400	/* seconds: any wait an option asks for */
+
 /* sysfs.c */
 int read_line(const char *path, char *buf, size_t len);
 int read_linef(char *buf, size_t len, const char *fmt, ...)
@@ -16,6 +36,8 @@ int read_linef(char *buf, size_t len, const char *fmt, ...)
 bool path_exists(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int write_str(const char *path, const char *val);
 void scopy(char *dst, size_t len, const char *src);	/* truncating copy */
+int mkdir_p(const char *path, mode_t mode);	/* mkdir -p; 0 or -errno */
+void sleep_s(double s);	/* sleeps s seconds (s <= 0: not at all) */
 /* last path component of the symlink named by fmt; "" and false if none */
 bool link_base(char *out, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 double now_mono(void);	/* CLOCK_MONOTONIC in seconds */
@@ -38,11 +60,17 @@ int bus_ctrls(int bus, char ctrls[][32], int max);
 int ctrl_namespaces(const char *ctrl, char nss[][32], int max);
 bool ctrl_serial(const char *ctrl, char *serial, size_t len);
 bool bus_has_device(int bus);
-int parse_list(char *arg, char **items, int max);
 
-/* findings.c: kernel log lines that fail a scenario */
+/* findings.c: kernel log lines that fail a scenario. A log that cannot
+ * be read is a finding of kind "kmsg-error", never a clean log. */
 struct json_object *findings_scan(unsigned long long since_seq, int context);
 unsigned long long kmsg_last_seq(void);
+struct json_object *kmsg_last_seq_json(void);	/* null when the log cannot be read */
+/* How reading the log went in this run: "error" (the log could not be
+ * opened or read) and "kmsg_overrun" (records lost) into out, once the
+ * log was read; true on an error. */
+bool kmsg_report(struct json_object *out);
+const char *kmsg_error(void);	/* NULL, or why the log could not be read */
 /* The last `max` kernel log lines after seq `since` that contain `needle`
  * (NULL: all), as "[ts] message". */
 struct json_object *kmsg_lines(unsigned long long since, const char *needle, int max);

@@ -77,7 +77,7 @@ static int pm_cap(const struct port *p)
 
 		snprintf(needle, sizeof(needle), "%s: PME# supported from", p->dev);
 		hits = kmsg_lines(0, needle, 1);
-		found = json_object_array_length(hits) > 0;
+		found = json_object_array_length(hits) > 0 && !kmsg_error();	/* not the error line */
 		json_object_put(hits);
 		return found ? 1 : -1;
 	}
@@ -237,30 +237,57 @@ static struct port *find(struct port *ports, int n, const char *slot)
 	return NULL;
 }
 
-/* Applies fn to each SLOT[=VALUE] item of a list; -1 names an unknown slot. */
-static int each(struct port *ports, int n, char *list, const char *what, struct json_object *errs,
-		int (*fn)(struct port *p, const char *value, struct json_object *errs))
-{
+/* A SLOT[=VALUE],... option, split and checked before pm acts. */
+struct slot_list {
 	char *items[MAX_PORTS];
-	int m = list ? parse_list(list, items, MAX_PORTS) : 0, bad = 0;
+	const char *values[MAX_PORTS];	/* "" where no value is given */
+	int n;
+};
 
-	for (int i = 0; i < m; i++) {
-		char *value = strchr(items[i], '=');
-		struct port *p;
+/* Splits arg (NULL: the option was not given) into l; every slot must be
+ * one of --slots, every value one of `allowed` (NULL: no value taken). */
+static int slot_list_parse(struct slot_list *l, const char *opt, char *arg, struct port *ports, int n,
+			   const char *const *allowed, bool value_required)
+{
+	l->n = arg ? parse_slot_values(opt, arg, l->items, l->values, MAX_PORTS, !value_required) : 0;
+	if (l->n < 0)
+		return -1;
+	for (int i = 0; i < l->n; i++) {
+		bool ok = !l->values[i][0] && !value_required;
 
-		if (value)
-			*value++ = '\0';
-		p = find(ports, n, items[i]);
-		if (!p) {
-			fprintf(stderr, "labprobe pm: %s names slot %s, which is not in --slots\n", what, items[i]);
+		if (!find(ports, n, l->items[i])) {
+			arg_error("%s names slot %s, which is not in --slots", opt, l->items[i]);
 			return -1;
 		}
+		for (int k = 0; allowed && allowed[k]; k++)
+			ok |= !strcmp(l->values[i], allowed[k]);
+		if (!ok && allowed)
+			arg_error("%s takes SLOT=%s|%s, got '%s=%s'", opt, allowed[0], allowed[1], l->items[i],
+				  l->values[i]);
+		else if (!ok)
+			arg_error("%s takes slot numbers, got '%s=%s'", opt, l->items[i], l->values[i]);
+		if (!ok)
+			return -1;
+	}
+	return 0;
+}
+
+/* Applies fn to each SLOT[=VALUE] item of a checked list (value NULL when
+ * none was given); 1 if one failed. */
+static int each(struct port *ports, int n, const struct slot_list *l, struct json_object *errs,
+		int (*fn)(struct port *p, const char *value, struct json_object *errs))
+{
+	int bad = 0;
+
+	for (int i = 0; i < l->n; i++) {
+		struct port *p = find(ports, n, l->items[i]);
+
 		if (!p->dev[0]) {
 			json_object_array_add(errs, json_object_new_string("slot has no port"));
 			bad = 1;
 			continue;
 		}
-		bad |= fn(p, value, errs);
+		bad |= fn(p, l->values[i][0] ? l->values[i] : NULL, errs);
 	}
 	return bad;
 }
@@ -307,11 +334,7 @@ static int do_touch(struct port *p, const char *v, struct json_object *errs)
 static int do_want(struct port *p, const char *v, struct json_object *errs)
 {
 	(void)errs;
-	if (!v || (strcmp(v, "active") && strcmp(v, "suspended"))) {
-		fprintf(stderr, "labprobe pm: --wait wants SLOT=active|suspended\n");
-		return -1;
-	}
-	scopy(p->want, sizeof(p->want), v);
+	scopy(p->want, sizeof(p->want), v);	/* active or suspended: checked */
 	return 0;
 }
 
@@ -329,21 +352,26 @@ static bool cmdline_has(const char *word)
 
 int cmd_pm(int argc, char **argv, struct json_object *out)
 {
+	static const char *const wakeup_values[] = { "enabled", "disabled", NULL };
+	static const char *const wait_values[] = { "active", "suspended", NULL };
 	char *slots = NULL, *wakeup = NULL, *d3cold = NULL, *touch = NULL, *wait = NULL;
 	double hold = 0, timeout = 10, t0 = now_mono();
 	bool want_cap = false, dyndbg = false;
 	struct port *ports;
 	struct json_object *arr, *errs;
 	char *items[MAX_PORTS];
-	int n, failed = 0, r;
+	struct slot_list l_wakeup, l_d3cold, l_touch, l_wait;
+	int n = 0, failed = 0;
 
 	for (int i = 0; i < argc; i++) {
 		const char *a = argv[i];
 		bool has = i + 1 < argc;
 
-		if (!strcmp(a, "--slots") && has)
+		if (!strcmp(a, "--slots") && has) {
 			slots = argv[++i];
-		else if (!strcmp(a, "--pm-cap"))
+			if ((n = parse_slots("--slots", slots, items, MAX_PORTS)) < 0)
+				return 2;
+		} else if (!strcmp(a, "--pm-cap"))
 			want_cap = true;
 		else if (!strcmp(a, "--dyndbg"))
 			dyndbg = true;
@@ -351,15 +379,17 @@ int cmd_pm(int argc, char **argv, struct json_object *out)
 			wakeup = argv[++i];
 		else if (!strcmp(a, "--d3cold") && has)
 			d3cold = argv[++i];
-		else if (!strcmp(a, "--hold") && has)
-			hold = atof(argv[++i]);
-		else if (!strcmp(a, "--touch") && has)
+		else if (!strcmp(a, "--hold") && has) {
+			if (parse_double_opt("--hold", argv[++i], 0, TIMEOUT_MAX, &hold))
+				return 2;
+		} else if (!strcmp(a, "--touch") && has)
 			touch = argv[++i];
 		else if (!strcmp(a, "--wait") && has)
 			wait = argv[++i];
-		else if (!strcmp(a, "--timeout") && has)
-			timeout = atof(argv[++i]);
-		else {
+		else if (!strcmp(a, "--timeout") && has) {
+			if (parse_double_opt("--timeout", argv[++i], 0, TIMEOUT_MAX, &timeout))
+				return 2;
+		} else {
 			fprintf(stderr, "labprobe pm: unknown or incomplete argument '%s'\n", a);
 			return 2;
 		}
@@ -371,11 +401,19 @@ int cmd_pm(int argc, char **argv, struct json_object *out)
 	ports = calloc(MAX_PORTS, sizeof(*ports));
 	if (!ports)
 		return 2;
-	n = parse_list(slots, items, MAX_PORTS);
+	for (int i = 0; i < n; i++)
+		scopy(ports[i].slot, sizeof(ports[i].slot), items[i]);
+	/* every list is checked before anything is written */
+	if (slot_list_parse(&l_wakeup, "--wakeup", wakeup, ports, n, wakeup_values, false) ||
+	    slot_list_parse(&l_d3cold, "--d3cold", d3cold, ports, n, NULL, false) ||
+	    slot_list_parse(&l_touch, "--touch", touch, ports, n, NULL, false) ||
+	    slot_list_parse(&l_wait, "--wait", wait, ports, n, wait_values, true)) {
+		free(ports);
+		return 2;
+	}
 	for (int i = 0; i < n; i++) {
 		struct port *p = &ports[i];
 
-		scopy(p->slot, sizeof(p->slot), items[i]);
 		p->reached = -1;
 		p->changes = json_object_new_array();
 		p->bus = slot_bus(p->slot);
@@ -386,22 +424,17 @@ int cmd_pm(int argc, char **argv, struct json_object *out)
 	}
 	errs = json_object_new_array();
 	json_object_object_add(out, "pcie_port_pm_force", json_object_new_boolean(cmdline_has("pcie_port_pm=force")));
-	json_object_object_add(out, "kmsg_last_seq_before", json_object_new_uint64(kmsg_last_seq()));
+	json_object_object_add(out, "kmsg_last_seq_before", kmsg_last_seq_json());
 	if (dyndbg && write_str("/sys/kernel/debug/dynamic_debug/control", "file drivers/pci/probe.c +p"))
 		json_object_array_add(errs, json_object_new_string("could not enable dynamic debug of drivers/pci/probe.c"));
-	if ((r = each(ports, n, wakeup, "--wakeup", errs, do_wakeup)) < 0 ||
-	    (failed |= r, r = each(ports, n, d3cold, "--d3cold", errs, do_d3cold)) < 0)
-		return 2;
-	failed |= r;
+	failed |= each(ports, n, &l_wakeup, errs, do_wakeup);
+	failed |= each(ports, n, &l_d3cold, errs, do_d3cold);
 	if (hold > 0)
 		watch(ports, n, t0, hold, false);
-	if ((r = each(ports, n, touch, "--touch", errs, do_touch)) < 0)
-		return 2;
-	failed |= r;
+	failed |= each(ports, n, &l_touch, errs, do_touch);
 	if (touch)
 		json_object_object_add(out, "touched_at_s", json_object_new_double(now_mono() - t0));
-	if ((r = each(ports, n, wait, "--wait", errs, do_want)) < 0)
-		return 2;
+	each(ports, n, &l_wait, errs, do_want);
 	if (wait)
 		watch(ports, n, t0, timeout, true);
 	arr = json_object_new_array();
@@ -416,7 +449,7 @@ int cmd_pm(int argc, char **argv, struct json_object *out)
 	free(ports);
 	json_object_object_add(out, "ports", arr);
 	json_object_object_add(out, "errors", errs);
-	json_object_object_add(out, "kmsg_last_seq", json_object_new_uint64(kmsg_last_seq()));
+	json_object_object_add(out, "kmsg_last_seq", kmsg_last_seq_json());
 	json_object_object_add(out, "elapsed_s", json_object_new_double(now_mono() - t0));
 	json_object_object_add(out, "clock", json_object_new_string("CLOCK_MONOTONIC, polled every 10 ms"));
 	return failed || json_object_array_length(errs) ? 1 : 0;

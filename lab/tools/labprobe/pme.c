@@ -89,7 +89,7 @@ int cmd_pme(int argc, char **argv, struct json_object *out)
 	char *slots_arg = NULL, *names[64];
 	const char *expect = NULL;
 	double wait = 0;
-	int nslots;
+	int nslots = 0;
 	struct checks c;
 
 	bool collect = false, untouched = false;
@@ -101,18 +101,21 @@ int cmd_pme(int argc, char **argv, struct json_object *out)
 			collect = true;
 		else if (!strcmp(argv[i], "--expect-pme-untouched"))
 			untouched = true;
-		else if (!strcmp(argv[i], "--slots") && i + 1 < argc)
+		else if (!strcmp(argv[i], "--slots") && i + 1 < argc) {
 			slots_arg = argv[++i];
-		else if (!strcmp(argv[i], "--wait-suspended") && i + 1 < argc)
-			wait = atof(argv[++i]);
-		else if (!strcmp(argv[i], "--expect-pmeie") && i + 1 < argc)
+			if ((nslots = parse_slots("--slots", slots_arg, names, 64)) < 0)
+				return 2;
+		} else if (!strcmp(argv[i], "--wait-suspended") && i + 1 < argc) {
+			if (parse_double_opt("--wait-suspended", argv[++i], 0, TIMEOUT_MAX, &wait))
+				return 2;
+		} else if (!strcmp(argv[i], "--expect-pmeie") && i + 1 < argc)
 			expect = argv[++i];
 		else {
 			fprintf(stderr, "labprobe pme: unknown argument '%s'\n", argv[i]);
 			return 2;
 		}
 	}
-	if (!slots_arg || (nslots = parse_list(slots_arg, names, 64)) <= 0) {
+	if (!slots_arg || nslots == 0) {
 		fprintf(stderr, "labprobe pme: --slots N,... is required\n");
 		return 2;
 	}

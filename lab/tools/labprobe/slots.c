@@ -137,15 +137,6 @@ bool bus_has_device(int bus)
 	return found;
 }
 
-int parse_list(char *arg, char **items, int max)
-{
-	int n = 0;
-
-	for (char *t = strtok(arg, ","); t && n < max; t = strtok(NULL, ","))
-		items[n++] = t;
-	return n;
-}
-
 /* The nearest hotplug port above `port` (a JBOF's root port for a switch's
  * downstream port): the closest bridge in the device's sysfs path served
  * by pciehp, as "0000:00:04.0"; false when there is none. */

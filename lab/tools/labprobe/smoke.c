@@ -112,7 +112,7 @@ static int cloud_init_state(char *detail, size_t len)
 int cmd_smoke(int argc, char **argv, struct json_object *out)
 {
 	const char *release = NULL, *hostname = NULL;
-	char *slots[MAX_ITEMS], *drives[MAX_ITEMS];
+	char *slots[MAX_ITEMS], *drives[MAX_ITEMS], *serials[MAX_ITEMS];
 	int nslots = 0, ndrives = 0, ci_wait = 120;
 	struct checks c;
 	struct utsname u;
@@ -123,14 +123,31 @@ int cmd_smoke(int argc, char **argv, struct json_object *out)
 		if (!strcmp(argv[i], "--release") && i + 1 < argc) {
 			release = argv[++i];
 		} else if (!strcmp(argv[i], "--slots") && i + 1 < argc) {
+			free(slot_arg);
 			slot_arg = strdup(argv[++i]);
-			nslots = parse_list(slot_arg, slots, MAX_ITEMS);
-		} else if (!strcmp(argv[i], "--drive") && i + 1 < argc && ndrives < MAX_ITEMS) {
-			drives[ndrives++] = argv[++i];
+			if ((nslots = parse_slots("--slots", slot_arg, slots, MAX_ITEMS)) < 0)
+				return 2;
+		} else if (!strcmp(argv[i], "--drive") && i + 1 < argc) {
+			char *eq = strchr(argv[++i], '=');
+
+			if (ndrives == MAX_ITEMS) {
+				arg_error("--drive is given more than %d times", MAX_ITEMS);
+				return 2;
+			}
+			if (!eq) {
+				arg_error("--drive takes SLOT=SERIAL, got '%s'", argv[i]);
+				return 2;
+			}
+			*eq = '\0';
+			if (check_slot("--drive", argv[i]))
+				return 2;
+			drives[ndrives] = argv[i];
+			serials[ndrives++] = eq + 1;
 		} else if (!strcmp(argv[i], "--hostname") && i + 1 < argc) {
 			hostname = argv[++i];
 		} else if (!strcmp(argv[i], "--cloud-init-wait") && i + 1 < argc) {
-			ci_wait = atoi(argv[++i]);
+			if (parse_int_opt("--cloud-init-wait", argv[++i], 0, TIMEOUT_MAX, &ci_wait))
+				return 2;
 		} else {
 			fprintf(stderr, "labprobe smoke: unknown argument '%s'\n", argv[i]);
 			return 2;
@@ -161,30 +178,25 @@ int cmd_smoke(int argc, char **argv, struct json_object *out)
 	}
 
 	for (int i = 0; i < ndrives; i++) {
-		char *eq = strchr(drives[i], '='), name[96], ctrl[64] = "", pci[64] = "", ns[64] = "";
+		char *serial = serials[i], name[96], ctrl[64] = "", pci[64] = "", ns[64] = "";
 		char want[32], sectors[32] = "0";
 		int bus;
 		bool ok;
 
-		if (!eq) {
-			fprintf(stderr, "labprobe smoke: --drive takes SLOT=SERIAL\n");
-			return 2;
-		}
-		*eq = '\0';
 		bus = slot_bus(drives[i]);
 		snprintf(name, sizeof(name), "drive-slot-%s", drives[i]);
 		snprintf(want, sizeof(want), "0000:%02x:00.0", bus < 0 ? 0 : bus);
-		ok = find_ctrl(eq + 1, ctrl, sizeof(ctrl), pci, sizeof(pci)) &&
+		ok = find_ctrl(serial, ctrl, sizeof(ctrl), pci, sizeof(pci)) &&
 		     find_namespace(ctrl, ns, sizeof(ns)) &&
 		     read_linef(sectors, sizeof(sectors), "/sys/block/%s/size", ns) == 0 &&
 		     atoll(sectors) > 0 && path_exists("/dev/%s", ns) && !strcmp(pci, want);
 		check(&c, ok, name, "serial %s: controller %s at %s (slot at %s), namespace %s, %s sectors",
-		      eq + 1, ctrl[0] ? ctrl : "none", pci[0] ? pci : "-", want, ns[0] ? ns : "none", sectors);
+		      serial, ctrl[0] ? ctrl : "none", pci[0] ? pci : "-", want, ns[0] ? ns : "none", sectors);
 		if (ok) {
 			struct json_object *o = json_object_new_object();
 
 			json_object_object_add(o, "slot", json_object_new_string(drives[i]));
-			json_object_object_add(o, "serial", json_object_new_string(eq + 1));
+			json_object_object_add(o, "serial", json_object_new_string(serial));
 			json_object_object_add(o, "namespace", json_object_new_string(ns));
 			json_object_object_add(o, "pci", json_object_new_string(pci));
 			json_object_array_add(ns_list, o);

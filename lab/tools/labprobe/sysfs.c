@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -69,6 +70,44 @@ void scopy(char *dst, size_t len, const char *src)
 		n = len - 1;
 	memcpy(dst, src, n);
 	dst[n] = '\0';
+}
+
+int mkdir_p(const char *path, mode_t mode)
+{
+	char buf[4096], c;
+	size_t len = strlen(path);
+	struct stat st;
+
+	if (len >= sizeof(buf))
+		return -ENAMETOOLONG;
+	memcpy(buf, path, len + 1);
+	/* each prefix ending before a '/', then the whole path */
+	for (char *p = buf + 1;; p++) {
+		if (*p != '/' && *p != '\0')
+			continue;
+		c = *p;
+		*p = '\0';
+		if (mkdir(buf, mode) && errno != EEXIST)
+			return -errno;
+		*p = c;
+		if (!c)
+			break;
+	}
+	if (stat(path, &st))
+		return -errno;
+	return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
+}
+
+void sleep_s(double s)
+{
+	struct timespec ts;
+
+	if (!(s > 0))
+		return;
+	ts.tv_sec = (time_t)s;
+	ts.tv_nsec = (long)((s - (double)ts.tv_sec) * 1e9);
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
 }
 
 bool link_base(char *out, size_t len, const char *fmt, ...)

@@ -21,6 +21,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -218,9 +219,9 @@ static void stale_ctrls(struct json_object *out, struct checks *c)
 int cmd_view(int argc, char **argv, struct json_object *out)
 {
 	char *names[MAXV], *expects[MAXV];
-	const char *expect_for[MAXV] = { 0 };
+	const char *expect_for[MAXV] = { 0 }, *values[MAXV];
 	int nslots = 0, nexp = 0, log_max = 0;
-	unsigned long long since = 0;
+	long since = 0;
 	bool since_given = false;
 	double timeout = 0, start = now_mono();
 	struct json_object *slots = NULL, *findings = NULL;
@@ -229,18 +230,25 @@ int cmd_view(int argc, char **argv, struct json_object *out)
 
 	for (int i = 0; i < argc; i++) {
 		if (!strcmp(argv[i], "--slots") && i + 1 < argc) {
-			nslots = parse_list(strdup(argv[++i]), names, MAXV);
+			if ((nslots = parse_slots("--slots", strdup(argv[++i]), names, MAXV)) < 0)
+				return 2;
 		} else if (!strcmp(argv[i], "--since-seq") && i + 1 < argc) {
-			since = strtoull(argv[++i], NULL, 0);
+			if (parse_long_opt("--since-seq", argv[++i], 0, LONG_MAX, &since))
+				return 2;
 			since_given = true;
 		} else if (!strcmp(argv[i], "--expect") && i + 1 < argc) {
-			nexp = parse_list(strdup(argv[++i]), expects, MAXV);
+			if ((nexp = parse_slot_values("--expect", strdup(argv[++i]), expects, values, MAXV,
+						      false)) < 0)
+				return 2;
 		} else if (!strcmp(argv[i], "--timeout") && i + 1 < argc) {
-			timeout = atof(argv[++i]);
+			if (parse_double_opt("--timeout", argv[++i], 0, TIMEOUT_MAX, &timeout))
+				return 2;
 		} else if (!strcmp(argv[i], "--log")) {
 			log_max = 200;
-			if (i + 1 < argc && argv[i + 1][0] >= '0' && argv[i + 1][0] <= '9')
-				log_max = atoi(argv[++i]);
+			/* LINES is optional: a next argument that starts like a number */
+			if (i + 1 < argc && argv[i + 1][0] >= '0' && argv[i + 1][0] <= '9' &&
+			    parse_int_opt("--log", argv[++i], 0, 100000, &log_max))
+				return 2;
 		} else {
 			fprintf(stderr, "labprobe view: unknown argument '%s'\n", argv[i]);
 			return 2;
@@ -251,15 +259,13 @@ int cmd_view(int argc, char **argv, struct json_object *out)
 		return 2;
 	}
 	for (int k = 0; k < nexp; k++) {
-		char *eq = strchr(expects[k], '=');
 		int hit = -1;
 
-		if (!eq || !eq[1]) {
-			fprintf(stderr, "labprobe view: --expect takes SLOT=SERIAL or SLOT=empty, got '%s'\n",
+		if (!values[k][0]) {
+			fprintf(stderr, "labprobe view: --expect takes SLOT=SERIAL or SLOT=empty, got '%s='\n",
 				expects[k]);
 			return 2;
 		}
-		*eq = '\0';
 		for (int i = 0; i < nslots; i++)
 			if (!strcmp(names[i], expects[k]))
 				hit = i;
@@ -268,7 +274,7 @@ int cmd_view(int argc, char **argv, struct json_object *out)
 				expects[k]);
 			return 2;
 		}
-		expect_for[hit] = eq + 1;
+		expect_for[hit] = values[k];
 	}
 
 	/* look until every check holds or the timeout passed */
@@ -284,10 +290,10 @@ int cmd_view(int argc, char **argv, struct json_object *out)
 		for (int i = 0; i < nslots; i++)
 			view_slot(names[i], expect_for[i], slots, &c);
 		stale_ctrls(out, &c);
-		findings = since_given ? findings_scan(since, 8) : json_object_new_array();
+		findings = since_given ? findings_scan((unsigned long long)since, 8) : json_object_new_array();
 		if (since_given)
 			check(&c, json_object_array_length(findings) == 0, "kernel-log-clean",
-			      "%zu finding(s) after kmsg seq %llu", json_object_array_length(findings), since);
+			      "%zu finding(s) after kmsg seq %ld", json_object_array_length(findings), since);
 		if (!c.failed || now_mono() - start >= timeout)
 			break;
 		usleep(200000);
@@ -295,11 +301,11 @@ int cmd_view(int argc, char **argv, struct json_object *out)
 	json_object_object_add(out, "slots", slots);
 	json_object_object_add(out, "looks", json_object_new_int(looks));
 	json_object_object_add(out, "seconds", json_object_new_double((double)(long)((now_mono() - start) * 1000) / 1000));
-	json_object_object_add(out, "kmsg_last_seq", json_object_new_uint64(kmsg_last_seq()));
-	json_object_object_add(out, "since_seq", since_given ? json_object_new_uint64(since) : NULL);
+	json_object_object_add(out, "kmsg_last_seq", kmsg_last_seq_json());
+	json_object_object_add(out, "since_seq", since_given ? json_object_new_uint64((uint64_t)since) : NULL);
 	json_object_object_add(out, "findings", findings);
 	if (log_max > 0)
-		json_object_object_add(out, "log", kmsg_lines(since, NULL, log_max));
+		json_object_object_add(out, "log", kmsg_lines((unsigned long long)since, NULL, log_max));
 	json_object_object_add(out, "checks", c.list);
 	return c.failed ? 1 : 0;
 }

@@ -1,0 +1,164 @@
+/* Command-line values: checked numbers, lists and paths. Every parser
+ * prints what is wrong (naming the option and what it takes) and returns
+ * -1; the command then exits 2 before it does anything. */
+#include "labprobe.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *labprobe_cmd = "";
+
+void arg_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "labprobe %s: ", labprobe_cmd);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+/* strtol/strtod skip leading blanks and accept an empty string as 0 */
+static bool number_shaped(const char *s)
+{
+	return s && s[0] && !strchr(" \t\n\v\f\r", s[0]);
+}
+
+int parse_long_opt(const char *opt, const char *s, long min, long max, long *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = number_shaped(s) ? strtol(s, &end, 10) : 0;
+	if (!number_shaped(s) || *end) {
+		arg_error("%s takes an integer from %ld to %ld, got '%s'", opt, min, max, s ? s : "");
+		return -1;
+	}
+	if (errno == ERANGE || v < min || v > max) {
+		arg_error("%s is out of range: '%s' (allowed: %ld to %ld)", opt, s, min, max);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+int parse_int_opt(const char *opt, const char *s, int min, int max, int *out)
+{
+	long v;
+
+	if (parse_long_opt(opt, s, min, max, &v))
+		return -1;
+	*out = (int)v;
+	return 0;
+}
+
+int parse_double_opt(const char *opt, const char *s, double min, double max, double *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = number_shaped(s) ? strtod(s, &end) : 0;
+	if (!number_shaped(s) || *end || isnan(v)) {
+		arg_error("%s takes a number from %g to %g, got '%s'", opt, min, max, s ? s : "");
+		return -1;
+	}
+	/* ERANGE: 1e999 (inf) or an underflow, neither meant */
+	if (errno == ERANGE || !isfinite(v) || v < min || v > max) {
+		arg_error("%s is out of range: '%s' (allowed: %g to %g)", opt, s, min, max);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+/* Splits "a,b,c" in place (empty entries are skipped); refuses more than
+ * max entries rather than dropping the rest. */
+int parse_list(const char *opt, char *arg, char **items, int max)
+{
+	int n = 0;
+
+	for (char *t = strtok(arg, ","); t; t = strtok(NULL, ",")) {
+		if (n == max) {
+			arg_error("%s lists more than %d entries", opt, max);
+			return -1;
+		}
+		items[n++] = t;
+	}
+	return n;
+}
+
+/* A slot is a physical slot number (/sys/bus/pci/slots/<n>, 13 bits in
+ * Slot Capabilities); it goes into sysfs paths, so nothing else passes. */
+int check_slot(const char *opt, const char *slot)
+{
+	long v;
+
+	return parse_long_opt(opt, slot, 0, 8191, &v);
+}
+
+int parse_slots(const char *opt, char *arg, char **items, int max)
+{
+	int n = parse_list(opt, arg, items, max);
+
+	for (int i = 0; i < n; i++)
+		if (check_slot(opt, items[i]))
+			return -1;
+	return n;
+}
+
+/* SLOT=VALUE entries: the slot checked, '=' split off into *value ("" if
+ * there is none and value_optional, else an error). */
+int parse_slot_values(const char *opt, char *arg, char **items, const char **values, int max,
+		      bool value_optional)
+{
+	int n = parse_list(opt, arg, items, max);
+
+	for (int i = 0; i < n; i++) {
+		char *eq = strchr(items[i], '=');
+
+		if (!eq && !value_optional) {
+			arg_error("%s takes SLOT=VALUE entries, got '%s'", opt, items[i]);
+			return -1;
+		}
+		if (eq)
+			*eq = '\0';
+		values[i] = eq ? eq + 1 : "";
+		if (check_slot(opt, items[i]))
+			return -1;
+	}
+	return n;
+}
+
+/* Paths from the command line reach open(), mkdir() and unlink(): only an
+ * absolute path of plain characters, no "..", short enough that the file
+ * names built under it fit their buffers. */
+int check_path_opt(const char *opt, const char *s)
+{
+	size_t len = strlen(s);
+
+	if (s[0] != '/') {
+		arg_error("%s must be an absolute path (starting with /), got '%s'", opt, s);
+		return -1;
+	}
+	if (len > DIR_ARG_MAX) {
+		arg_error("%s is longer than %d characters", opt, DIR_ARG_MAX);
+		return -1;
+	}
+	if (strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._+-") != len) {
+		arg_error("%s may hold only letters, digits and / . _ + -, got '%s'", opt, s);
+		return -1;
+	}
+	if (strstr(s, "..")) {
+		arg_error("%s must not contain '..', got '%s'", opt, s);
+		return -1;
+	}
+	return 0;
+}
