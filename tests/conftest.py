@@ -7,6 +7,7 @@ import pathlib
 import shutil
 import subprocess
 
+import jinja2
 import pytest
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
@@ -42,6 +43,18 @@ def pytest_collection_modifyitems(config, items):
         if item.get_closest_marker("heavy") or HEAVY_FIXTURES & set(item.fixturenames):
             item.add_marker(skip)
 STATE_DIR = pathlib.Path("/var/lib/pciehp-lab")
+
+
+def domain_env():
+    """A Jinja environment for domains/ with the filters the templates use
+    under Ansible (the lab's escaping filters and to_json)."""
+    import sys
+    sys.path.insert(0, str(REPO / "lab/plugins/filter"))
+    import lab_escape
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(REPO / "domains")))
+    env.filters.update(lab_escape.FilterModule().filters())
+    env.filters["to_json"] = lambda value, **kw: json.dumps(value, **kw)
+    return env
 
 
 def run(cmd, check=False, timeout=None, **kw):

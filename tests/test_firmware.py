@@ -7,10 +7,9 @@ import shutil
 import sys
 import xml.etree.ElementTree as ET
 
-import jinja2
 import pytest
 
-from conftest import REPO, run, tagged
+from conftest import REPO, domain_env, run, tagged
 
 sys.path.insert(0, str(REPO / "lab/plugins/filter"))
 import lab_pm  # noqa: E402
@@ -61,7 +60,7 @@ def test_bad_firmware_profiles_name_the_field(kw, needle):
 
 
 def render_ssdt(tmp, slots):
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(REPO / "domains")))
+    env = domain_env()
     asl = env.get_template("acpi/thunderbolt-port.asl.j2").render(ports=lab_topology.lab_acpi_ports(slots))
     (tmp / "ssdt.asl").write_text(asl)
     return asl
@@ -85,7 +84,7 @@ def test_ssdt_compiles_and_carries_every_object(tmp_path):
 
 
 def test_domain_gets_the_ssdt_only_with_thunderbolt(tmp_path):
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(REPO / "domains")))
+    env = domain_env()
     for firmware, table in (("plain", ""), ("thunderbolt", str(tmp_path / "ssdt-firmware.aml"))):
         kw = {"lab_firmware": firmware, "lab_firmware_slots": [2] if firmware != "plain" else []}
         slots = lab_topology.lab_slot_map(profile(**kw), 1)

@@ -6,10 +6,9 @@ import shutil
 import sys
 import xml.etree.ElementTree as ET
 
-import jinja2
 import pytest
 
-from conftest import REPO, STATE_DIR, run, tagged, virsh
+from conftest import REPO, STATE_DIR, domain_env, run, tagged, virsh
 
 sys.path.insert(0, str(REPO / "lab/plugins/filter"))
 import lab_topology  # noqa: E402
@@ -40,7 +39,7 @@ def render(name, overrides, tmp):
     vm = {"name": tagged(f"topology-test-{name}"), "index": 1, "run_id": "test", "variant": "patched",
           "dir": str(tmp), "kernel": str(tmp / "vmlinuz"), "initrd": "", "cmdline": "root=/dev/vda",
           "slots": slots, "jbofs": jbofs, "memory_mib": 256, "vcpus": 1, "emulator": "/usr/bin/qemu-system-x86_64"}
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(REPO / "domains")))
+    env = domain_env()
     xml = env.get_template("lab-vm.xml.j2").render(vm=vm)
     path = tmp / "domain.xml"
     path.write_text(xml)
