@@ -60,13 +60,23 @@ void hp_usage(FILE *f)
 "  -h, --help          help; `hpslot COMMAND --help` documents a command\n"
 "\n"
 "Pauses and 0xCF8/0xCFC sequences on one domain are serialized between\n"
-"hpslot processes (flock on /run/lock/hpslot.DOMAIN.lock, up to 30 s).\n"
+"hpslot processes: flock on LOCKDIR/DOMAIN.lock, LOCKDIR $HPSLOT_LOCK_DIR or\n"
+HP_LOCK_DIR_DEFAULT " (created mode 0700 if missing; refused unless it\n"
+"is a directory of the user with no group/other access), waiting up to\n"
+"$HPSLOT_LOCK_WAIT s (30). No lock, no action: hpslot fails (exit 1) naming the\n"
+"holder. DOMAIN must be of [A-Za-z0-9._+-] and not start with '.'. The holder\n"
+"writes \"pid=N cmd=C since=T\" into the file and, before it pauses the domain,\n"
+"\"paused=1 pid=N since=T\" (cleared after the resume). The next hpslot to take\n"
+"the lock resumes a domain left paused that way (a killed hpslot) and says so\n"
+"(stderr, and \"stale_pause\" in --json); vm-watchdog resumes one that stays\n"
+"paused with nobody holding the lock.\n"
 "\n"
 "HPSLOT_DEBUG=1 in the environment logs every monitor command and answer\n"
 "(with times) to stderr.\n"
 "\n"
 "exit status: 0 the action was carried out; 1 it was attempted and failed (or\n"
-"only partly worked; see the per-slot results); 2 bad command line; 3 refused\n"
+"only partly worked; see the per-slot results; or the domain's lock could not be\n"
+"had: nothing was changed); 2 bad command line; 3 refused\n"
 "(unknown domain or slot, no drive, domain not running, slot busy...): nothing\n"
 "was changed.\n");
 }
@@ -104,7 +114,8 @@ void hp_cmd_help(FILE *f, enum hp_cmd c)
 "    \"power_indicator\":\"on\",\"attention_indicator\":\"off\",\"link_active\":true,\n"
 "    \"drive\":{\"id\":\"nvme-s3\",\"driver\":\"nvme\",\"serial\":\"lab1-s3-g0\",\n"
 "      \"node\":\"drive-s3\",\"node_driver\":\"raw\",\"file\":\"...\",\"size\":67108864}|null}]}\n"
-"Works on a paused domain too (ECAM only; it is never resumed by status).\n");
+"Works on a paused domain too (ECAM only; it is not resumed by status, except\n"
+"a domain a killed hpslot left paused: see the lock in `hpslot --help`).\n");
 		break;
 	case HP_CMD_REMOVE:
 		fprintf(f,
@@ -842,4 +853,115 @@ int hp_swap_device_id(int slot, const char *old_id, const char *present, char *o
 		return 0;
 	}
 	return -1;
+}
+
+/* ---- the per-domain lock file: names, wait, records (pure) ------------- */
+
+const char *hp_lock_name_invalid(const char *domain)
+{
+	size_t n = domain ? strlen(domain) : 0;
+
+	if (!n)
+		return "it is empty";
+	if (n > HP_LOCK_NAME_MAX)
+		return "it is longer than " HP_STR(HP_LOCK_NAME_MAX) " characters";
+	if (domain[0] == '.')
+		return "it starts with '.'";
+	for (const char *c = domain; *c; c++) {
+		bool ok = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+			  *c == '.' || *c == '_' || *c == '+' || *c == '-';
+		if (!ok)
+			return *c == '/' ? "it contains '/'" : "it contains a character outside [A-Za-z0-9._+-]";
+	}
+	return NULL;
+}
+
+int hp_parse_lock_wait(const char *s, double *out, char *err, size_t len)
+{
+	if (!s || !*s) {
+		*out = HP_LOCK_WAIT_DEFAULT;
+		return 0;
+	}
+	return parse_seconds("HPSLOT_LOCK_WAIT", s, 0, HP_LOCK_WAIT_MAX, out, err, len);
+}
+
+int hp_lock_holder_line(char *buf, size_t len, long pid, const char *cmd, long long since)
+{
+	int n = snprintf(buf, len, "pid=%ld cmd=%s since=%lld\n", pid, cmd && *cmd ? cmd : "hpslot", since);
+	return n < 0 || (size_t)n >= len ? -1 : n;
+}
+
+int hp_lock_pause_line(char *buf, size_t len, long pid, long long since)
+{
+	int n = snprintf(buf, len, "paused=1 pid=%ld since=%lld\n", pid, since);
+	return n < 0 || (size_t)n >= len ? -1 : n;
+}
+
+/* a positive decimal that fits; 0 otherwise */
+static long long record_num(const char *v, size_t n, long long max)
+{
+	long long x = 0;
+	if (!n || n > 19)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		if (v[i] < '0' || v[i] > '9')
+			return 0;
+		x = x * 10 + (v[i] - '0');
+	}
+	return x <= max ? x : 0;
+}
+
+int hp_lock_record_parse(const char *text, struct hp_lock_record *r)
+{
+	int found = 0;
+
+	memset(r, 0, sizeof(*r));
+	for (const char *line = text; line && *line;) {
+		const char *eol = strchr(line, '\n');
+		size_t ll = eol ? (size_t)(eol - line) : strlen(line);
+		long long pid = 0, since = 0;
+		char cmd[sizeof(r->holder_cmd)] = "";
+		bool paused = false, has_pid = false;
+
+		for (size_t i = 0; i < ll;) {
+			while (i < ll && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r'))
+				i++;
+			size_t t = i;
+			while (i < ll && line[i] != ' ' && line[i] != '\t' && line[i] != '\r')
+				i++;
+			const char *tok = line + t, *eq = memchr(tok, '=', i - t);
+			if (!eq)
+				continue;
+			size_t kl = (size_t)(eq - tok), vl = i - t - kl - 1;
+			const char *v = eq + 1;
+			if (kl == 6 && !strncmp(tok, "paused", 6)) {
+				paused = vl == 1 && *v == '1';
+			} else if (kl == 3 && !strncmp(tok, "pid", 3)) {
+				pid = record_num(v, vl, 0x7fffffff);
+				has_pid = true;
+			} else if (kl == 5 && !strncmp(tok, "since", 5)) {
+				since = record_num(v, vl, 1LL << 40);
+			} else if (kl == 3 && !strncmp(tok, "cmd", 3)) {
+				size_t k = 0;
+				for (size_t c = 0; c < vl && k < sizeof(cmd) - 1; c++)
+					if (v[c] > ' ' && v[c] < 0x7f)
+						cmd[k++] = v[c];
+				cmd[k] = 0;
+			}
+		}
+		if (paused) {
+			r->paused = true;
+			r->paused_pid = (long)pid;
+			r->paused_since = since;
+			snprintf(r->paused_line, sizeof(r->paused_line), "%.*s", (int)ll, line);
+			found++;
+		} else if (has_pid && !r->holder_pid) {
+			r->holder_pid = (long)pid;
+			r->holder_since = since;
+			snprintf(r->holder_cmd, sizeof(r->holder_cmd), "%s", cmd);
+			found++;
+		}
+		line = eol ? eol + 1 : NULL;
+	}
+	return found;
 }

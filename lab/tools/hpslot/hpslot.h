@@ -263,6 +263,48 @@ int hp_storm_plan(uint64_t seed, int count, long max_gap_ms, int orderly_percent
  * old_id and not in `present` (space-separated ids). 0 or -1. */
 int hp_swap_device_id(int slot, const char *old_id, const char *present, char *out, size_t len);
 
+/* ---- the per-domain lock file (args.c: pure parts; common.c) ---------- */
+/* Pauses and 0xCF8/0xCFC sequences on one domain are serialized with an
+ * flock on LOCKDIR/DOMAIN.lock. LOCKDIR is $HPSLOT_LOCK_DIR or
+ * HP_LOCK_DIR_DEFAULT: a directory of the effective uid, mode 0700 (created
+ * with its parent if missing; anything else is refused). The lock file is
+ * plain text; the holder writes (vm-watchdog reads the pause line):
+ *   pid=<pid> cmd=<command> since=<unix time>      while it holds the lock
+ *   paused=1 pid=<pid> since=<unix time>           from before it stops the
+ *                                                  domain until a successful cont
+ * A pause line found by the next process to take the lock is stale (its
+ * writer was killed mid-pause, or could not resume): hp_prepare resumes the
+ * domain if it is still paused. */
+#define HP_LOCK_DIR_DEFAULT "/run/pciehp-lab/hpslot"
+#define HP_LOCK_NAME_MAX 200	/* longest domain name hpslot locks */
+#define HP_LOCK_WAIT_DEFAULT 30.0	/* seconds; HPSLOT_LOCK_WAIT */
+#define HP_LOCK_WAIT_MAX 3600.0
+#define HP_STR_(x) #x
+#define HP_STR(x) HP_STR_(x)
+
+struct hp_lock_record {
+	long holder_pid;	/* the "pid=" line; 0 none (or not a number) */
+	char holder_cmd[32];
+	long long holder_since;	/* unix time, 0 unknown */
+	bool paused;		/* a "paused=1" line */
+	long paused_pid;
+	long long paused_since;
+	char paused_line[128];	/* that line as written */
+};
+
+/* A domain name the lock file can be named after: NULL, else why not
+ * ([A-Za-z0-9._+-] only, not starting with '.', at most HP_LOCK_NAME_MAX). */
+const char *hp_lock_name_invalid(const char *domain);
+/* HPSLOT_LOCK_WAIT: NULL or "" is the default, else seconds in
+ * 0..HP_LOCK_WAIT_MAX; -1 with a message otherwise. */
+int hp_parse_lock_wait(const char *s, double *out, char *err, size_t len);
+/* The lines above, newline-terminated; their length or -1. */
+int hp_lock_holder_line(char *buf, size_t len, long pid, const char *cmd, long long since);
+int hp_lock_pause_line(char *buf, size_t len, long pid, long long since);
+/* Parse a lock file's text (unknown keys and lines are ignored); the
+ * number of lines recognized. */
+int hp_lock_record_parse(const char *text, struct hp_lock_record *r);
+
 /* ---- monitor access (mon.c) ------------------------------------------- */
 struct hp_ctx;
 
@@ -388,11 +430,18 @@ int hp_default_serial(struct hp_ctx *h, int slot, char *out, size_t len, char *e
 /* Terminating signals are held back inside hp_signals_block(true) ... (false)
  * (nestable), i.e. while the VM is stopped; hp_signals_install() at start. */
 void hp_signals_install(void);
-/* Per-domain lock around pauses and 0xCF8/0xCFC sequences (nestable). */
+/* Per-domain lock around pauses and 0xCF8/0xCFC sequences (nestable; see
+ * "the per-domain lock file" above). Waits up to HPSLOT_LOCK_WAIT (30 s);
+ * -1 with a message (naming the holder when it is busy) if the lock
+ * cannot be had: then nothing may be done to the domain. */
 int hp_lock(struct hp_ctx *h, char *err, size_t len);
 void hp_unlock(void);
+const char *hp_lock_dir(void);		/* $HPSLOT_LOCK_DIR or HP_LOCK_DIR_DEFAULT */
+void hp_lock_set_cmd(const char *cmd);	/* the cmd= the holder line names */
 void hp_signals_block(bool block);
-/* Stop / resume through QMP, returning the time taken. */
+/* Stop / resume through QMP. hp_vm_stop needs the lock: it writes the
+ * pause line first (and refuses to stop if it cannot); hp_vm_cont clears
+ * it after the domain runs again. */
 int hp_vm_stop(struct hp_ctx *h, char *err, size_t errlen);
 bool hp_qemu_running(struct hp_ctx *h, char *status, size_t len);	/* query-status */
 int hp_vm_cont(struct hp_ctx *h, char *err, size_t errlen);

@@ -30,5 +30,6 @@ void test_serials(void);
 void test_args(void);
 void test_storm(void);
 void test_pcitree(void);
+void test_lock(void);
 
 #endif

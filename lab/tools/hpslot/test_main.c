@@ -11,6 +11,7 @@ int main(void)
 	test_args();
 	test_storm();
 	test_pcitree();
+	test_lock();
 	printf("%d passed, %d failed\n", t_passed, t_failed);
 	return t_failed ? 1 : 0;
 }

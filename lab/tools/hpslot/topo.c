@@ -353,6 +353,10 @@ static int read_regs_cf8_all(struct hp_ctx *h, struct hp_topo *t, char *err, siz
 	if (running) {
 		hp_signals_block(true);
 		if (hp_vm_stop(h, err, errlen)) {
+			char st[64];
+			/* did it stop anyway (e.g. a libvirt timeout)? then resume it */
+			if (!hp_qemu_running(h, st, sizeof(st)) && !strcmp(st, "paused"))
+				hp_vm_cont(h, e2, sizeof(e2));
 			hp_signals_block(false);
 			hp_unlock();
 			return -1;
