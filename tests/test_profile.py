@@ -1,9 +1,15 @@
 """Bad profiles are refused with a message naming the field, before any
 domain, overlay or image is created."""
 
-import pytest
+import sys
 
-from conftest import STATE_DIR, domains, playbook, tagged
+import pytest
+import yaml
+
+from conftest import REPO, STATE_DIR, domains, playbook, tagged
+
+sys.path.insert(0, str(REPO / "lab/plugins/filter"))
+import lab_profile  # noqa: E402
 
 BAD = [
     (["lab_slots=0"], "lab_slots"),
@@ -34,3 +40,36 @@ def test_bad_profile_is_refused_before_anything_is_created(extra, needle):
     assert "PLAY [Set up the hypervisor hosts]" not in r.stdout, "refusal came after host setup began"
     assert not [d for d in domains() if d.startswith(prefix)]
     assert not list((STATE_DIR / "vms").glob(prefix + "*"))
+
+
+# --- presets (profiles/*.yml) -------------------------------------------------
+
+PRESETS = sorted((REPO / "profiles").glob("*.yml"))
+
+
+def test_there_are_presets():
+    assert len(PRESETS) >= 6
+
+
+@pytest.mark.parametrize("preset", PRESETS, ids=[p.stem for p in PRESETS])
+def test_preset_validates(preset, tmp_path):
+    """Every preset names declared variables only and passes validation
+    through `ansible-playbook -e @preset` as a user runs it."""
+    values = yaml.safe_load(preset.read_text())
+    schema = lab_profile.load_schema()
+    assert set(values) <= set(schema["variables"]), set(values) - set(schema["variables"])
+    assert not {"lab_name_prefix", "lab_run_id"} & set(values), "a preset must not name the run"
+    prefix = tagged("pciehp-preset")
+    r = playbook("@" + str(preset), "lab_name_prefix=" + prefix, "lab_results_root=" + str(tmp_path / "results"),
+                 "lab_run_id=" + preset.stem, playbook_file="playbooks/validate.yml", timeout=300)
+    assert r.returncode == 0, r.stdout[-3000:]
+    assert (tmp_path / "results" / preset.stem / ".pciehp-lab-run").exists()
+
+
+def test_a_preset_with_a_misspelt_variable_is_refused(tmp_path):
+    bad = tmp_path / "bad.yml"
+    bad.write_text("lab_slots: 4\nlab_drive: 2\n")
+    r = playbook("@" + str(bad), "lab_name_prefix=" + tagged("pciehp-preset"),
+                 "lab_results_root=" + str(tmp_path / "results"), playbook_file="playbooks/validate.yml", timeout=300)
+    assert r.returncode != 0
+    assert "profile field lab_drive is unknown: did you mean lab_drives?" in r.stdout, r.stdout[-3000:]
