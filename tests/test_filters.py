@@ -7,6 +7,7 @@ import pytest
 from conftest import REPO
 
 sys.path.insert(0, str(REPO / "lab/plugins/filter"))
+import lab_profile  # noqa: E402
 import lab_results  # noqa: E402
 import lab_topology  # noqa: E402
 from ansible.errors import AnsibleFilterError  # noqa: E402
@@ -17,7 +18,11 @@ BASE = {"lab_vms": 1, "lab_slots": 16, "lab_drives": 8, "lab_kernel_variant": "p
 
 
 def profile(**kw):
-    return lab_topology.lab_validate_profile({**BASE, **kw}, ["smoke", "storm"])
+    """The validate phase's two steps: each field against lab/profile.yml,
+    then the relations between fields."""
+    values = {"lab_results_root": str(REPO / "results"), **BASE, **kw}
+    checked = lab_profile.lab_profile_check(values, [], {}, ["smoke", "storm"])
+    return lab_topology.lab_validate_profile(checked, ["smoke", "storm"])
 
 
 def test_first_29_ports_take_function_0_then_multifunction():
