@@ -73,3 +73,12 @@ def test_a_preset_with_a_misspelt_variable_is_refused(tmp_path):
                  "lab_results_root=" + str(tmp_path / "results"), playbook_file="playbooks/validate.yml", timeout=300)
     assert r.returncode != 0
     assert "profile field lab_drive is unknown: did you mean lab_drives?" in r.stdout, r.stdout[-3000:]
+
+
+def test_the_variable_table_is_generated_from_the_declaration():
+    """docs/profile.md is lab_profile_doc's output for lab/profile.yml."""
+    doc = (REPO / "docs/profile.md").read_text()
+    assert doc == lab_profile.lab_profile_doc(lab_profile.load_schema()), \
+        "docs/profile.md is stale: /usr/bin/python3 lab/plugins/filter/lab_profile.py > docs/profile.md"
+    for name in lab_profile.load_schema()["variables"]:
+        assert f"| `{name}` |" in doc

@@ -271,3 +271,58 @@ class FilterModule:
             "lab_profile_schema": lab_profile_schema,
             "lab_check_path": lambda value, name="path": check_path(name, value),
         }
+
+
+def lab_profile_doc(schema):
+    """docs/profile.md: the variable table, generated from the declaration
+    (regenerate: /usr/bin/python3 lab/plugins/filter/lab_profile.py > docs/profile.md)."""
+    def rng(spec):
+        kind = spec["type"]
+        if kind == "int":
+            return f"{spec.get('min')}..{spec.get('max')}"
+        if kind == "choice":
+            return " | ".join(spec["choices"])
+        if kind == "list":
+            item = spec.get("item", {})
+            inner = "scenario names" if item.get("type") == "scenario" else \
+                f"{item.get('type')} {rng(item)}".strip()
+            return f"list of {inner}, at most {spec.get('max_items', 1000)}"
+        if kind == "name":
+            extra = f"; not {', '.join(spec['reserved'])}" if spec.get("reserved") else ""
+            return f"plain name `{spec.get('pattern', NAME_PATTERN)}`{extra}"
+        if kind == "path":
+            return "absolute path, not a system directory"
+        if kind == "url":
+            return "URL: " + ", ".join(spec.get("schemes", ["http", "https"]))
+        if kind == "text":
+            return "one line of printable ASCII"
+        if kind == "seed":
+            return "empty or 0..2147483647"
+        return "true | false" if kind == "bool" else ""
+
+    def cell(text):
+        return str(text).replace("|", "\\|")
+
+    lines = ["# Profile variables", "",
+             "Generated from `lab/profile.yml` by `/usr/bin/python3 lab/plugins/filter/lab_profile.py`;",
+             "edit the declaration, not this file. Give them with `-e NAME=VALUE`, `-e '{\"NAME\": [...]}'`",
+             "or a preset (`-e @profiles/<name>.yml`). Validation refuses any other `lab_*` name.", "",
+             "| variable | type | values | default | needs | meaning |", "|---|---|---|---|---|---|"]
+    for name, spec in schema["variables"].items():
+        default = spec.get("default")
+        shown = "`" + (yaml.safe_dump(default, default_flow_style=True, width=1000).strip()
+                       .removesuffix("\n...").removesuffix(" ...").strip()) + "`"
+        if default == "":
+            shown = '`""`'
+        needs = ", ".join(f"`{k}={v}`" for k, v in spec.get("needs", {}).items())
+        lines.append(f"| `{name}` | {spec['type']} | {cell(rng(spec))} | {cell(shown)} | {needs} | "
+                     f"{cell(spec.get('help', ''))} |")
+    lines += ["", "Variables of each hypervisor host (inventory group `hypervisors`):", "",
+              "| variable | values | meaning |", "|---|---|---|"]
+    for name, spec in schema.get("host_variables", {}).items():
+        lines.append(f"| `{name}` | {cell(rng(spec))} | {cell(spec.get('help', ''))} |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    print(lab_profile_doc(load_schema()), end="")
