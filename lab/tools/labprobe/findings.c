@@ -10,33 +10,107 @@
 #include <string.h>
 #include <unistd.h>
 
-/* A needle starting with '^' must open the message (WARN() and lockdep
- * reports do; "Speculative Return Stack Overflow: WARNING: ..." does not). */
+/* The lines that fail a scenario, each with its kind; the first pattern
+ * that matches a record gives its kind, so the specific reports come
+ * before the catch-alls ("^BUG:", "^WARNING:") that would take them too.
+ * A needle starting with '^' must open the message: the kernel prints these
+ * reports with no prefix, or with the fixed pr_fmt() prefix written in the
+ * needle ("rcu: ", "watchdog: "), so the same words in a device's message,
+ * a user space line in the log ("traps: fio[12] general protection fault",
+ * "systemd[1]: ...") or a boot notice ("RETBleed: WARNING: ...") do not
+ * count. A '*' in a needle stands for any run of characters (a task name, a
+ * number). The strings are the kernel's own (Linux 6.1): the file each is
+ * printed from is named above it. */
 static const struct {
 	const char *needle;
 	const char *kind;
 } patterns[] = {
+	/* lockdep reports (kernel/locking/lockdep.c) */
+	{ "^WARNING: possible circular locking dependency detected", "lockdep" },
+	{ "^WARNING: possible recursive locking detected", "lockdep" },
+	{ "^WARNING: inconsistent lock state", "lockdep" },
+	{ "^WARNING: possible irq lock inversion dependency detected", "lockdep" },
+	{ "^WARNING: *-safe -> *-unsafe lock order detected", "lockdep" },
+	{ "^WARNING: bad unlock balance detected!", "lockdep" },
+	{ "^WARNING: held lock freed!", "lockdep" },
+	{ "^WARNING: * still has locks held!", "lockdep" },
+	{ "^WARNING: lock held when returning to user space!", "lockdep" },
+	{ "^WARNING: suspicious RCU usage", "lockdep" },
+	{ "^WARNING: Nested lock was not taken", "lockdep" },
+	{ "^WARNING: chain_key collision", "lockdep" },
+	{ "^WARNING: bad contention detected!", "lockdep" },
+	{ "^[ BUG: Invalid wait context ]", "lockdep" },
+	/* sleeping in atomic context (kernel/sched/core.c) */
+	{ "^BUG: sleeping function called from invalid context at ", "sleep-in-atomic" },
+	{ "^BUG: scheduling while atomic: ", "sleep-in-atomic" },
+	/* sanitizers (mm/kasan/report.c, lib/ubsan.c) */
+	{ "^BUG: KASAN: ", "kasan" },
+	{ "^UBSAN: ", "ubsan" },
+	/* hangs and stalls (kernel/hung_task.c, kernel/rcu/tree_stall.h,
+	 * tree_exp.h, tasks.h, kernel/watchdog.c, watchdog_hld.c) */
+	{ "^INFO: task * blocked for more than * seconds.", "hung-task" },
+	{ "^rcu: INFO: * detected stalls on CPUs/tasks:", "rcu-stall" },
+	{ "^rcu: INFO: * self-detected stall on CPU", "rcu-stall" },
+	{ "^rcu: INFO: * detected expedited stalls on CPUs/tasks: {", "rcu-stall" },
+	{ "^INFO: rcu_tasks* detected stalls on tasks:", "rcu-stall" },
+	{ "^watchdog: BUG: soft lockup - CPU#", "lockup" },
+	{ "^NMI watchdog: Watchdog detected hard LOCKUP on cpu ", "lockup" },
+	/* an interrupt no handler took, disabled (kernel/irq/spurious.c) */
+	{ "^irq *: nobody cared", "spurious-irq" },
+	{ "^irq event *: bogus return value ", "spurious-irq" },
+	{ "^Disabling IRQ #", "spurious-irq" },
+	/* corruption caught (lib/list_debug.c, lib/refcount.c); a WARNING or
+	 * kernel BUG line follows, a finding of its own */
+	{ "^list_add corruption", "list-corruption" },
+	{ "^list_del corruption", "list-corruption" },
+	{ "^refcount_t: ", "refcount" },
+	/* BUG() and the other "BUG: ..." reports (lib/bug.c, arch/x86/mm/fault.c) */
+	{ "^kernel BUG at ", "bug" },
+	{ "^Kernel BUG at ", "bug" },
 	{ "^BUG:", "bug" },
-	{ "kernel BUG at", "bug" },
+	/* WARN() (kernel/panic.c __warn: "WARNING: CPU: 0 PID: 1 at ...") */
 	{ "^WARNING:", "warning" },
-	{ "Oops", "oops" },
-	{ "general protection fault", "oops" },
-	{ "Kernel panic", "panic" },
-	{ "possible circular locking", "lockdep" },
-	{ "possible recursive locking", "lockdep" },
-	{ "inconsistent lock state", "lockdep" },
-	{ "blocked for more than", "hung-task" },
-	{ "detected stall", "rcu-stall" },
-	{ "detected stalls", "rcu-stall" },
-	{ "soft lockup", "lockup" },
-	{ "hard LOCKUP", "lockup" },
-	{ "UBSAN:", "ubsan" },
+	/* oopses: the die() header, "<what>: <error code> [#n] ..."
+	 * (arch/x86/mm/fault.c, arch/x86/kernel/traps.c) */
+	{ "^Oops: ", "oops" },
+	{ "^general protection fault", "oops" },
+	{ "^segment-related general protection fault", "oops" },
+	{ "^invalid opcode: ", "oops" },
+	{ "^divide error: ", "oops" },
+	{ "^Kernel panic - not syncing: ", "panic" },
 	/* pciehp states that are wrong whenever the lab sees them */
 	{ "Already disabled", "pciehp-state" },
 	{ "Already enabled", "pciehp-state" },
 	{ "cannot hot-add", "pciehp-state" },
 	{ "Timeout on hotplug command", "pciehp-state" },
 };
+
+/* Whether s opens with pattern p ('*': any run of characters, the
+ * shortest that lets the rest match). */
+static bool opens_with(const char *s, const char *p)
+{
+	for (; *p && *p != '*'; p++, s++)
+		if (*s != *p)
+			return false;
+	if (!*p)
+		return true;
+	for (p++;; s++) {
+		if (opens_with(s, p))
+			return true;
+		if (!*s)
+			return false;
+	}
+}
+
+static bool pattern_matches(const char *msg, const char *needle)
+{
+	if (needle[0] == '^')
+		return opens_with(msg, needle + 1);
+	for (; *msg; msg++)
+		if (opens_with(msg, needle))
+			return true;
+	return false;
+}
 
 struct rec {
 	unsigned long long seq;
@@ -281,12 +355,7 @@ struct json_object *findings_scan(unsigned long long since_seq, int context)
 		if (recs[i].seq <= since_seq && since_seq)
 			continue;
 		for (size_t p = 0; p < sizeof(patterns) / sizeof(patterns[0]); p++) {
-			const char *needle = patterns[p].needle;
-			bool hit = needle[0] == '^' ?
-				   !strncmp(recs[i].msg, needle + 1, strlen(needle + 1)) :
-				   strstr(recs[i].msg, needle) != NULL;
-
-			if (hit) {
+			if (pattern_matches(recs[i].msg, patterns[p].needle)) {
 				kind = patterns[p].kind;
 				break;
 			}
