@@ -165,3 +165,18 @@ def test_disconnect_judge_counts_hung_tasks_of_unmarked_passes_only():
     j = lab_disconnect_judge({"50000": {"marked": [slow], "unmarked": [bug]}}, [32])
     assert [r["ok"] for r in j["reports"]] == [False, False]
     assert [f["kind"] for f in j["reports"][1]["findings"]] == ["bug"]
+
+
+def test_disconnect_judge_fails_a_hung_task_that_is_not_a_pciehp_irq_thread():
+    """Only the pciehp IRQ threads waiting on the rescan lock are the
+    measured symptom: "task fio:812 blocked" is a finding."""
+    import json
+    from lab_results import lab_disconnect_judge, lab_step_reports
+    fio = {"kind": "hung-task", "line": "INFO: task fio:812 blocked for more than 10 seconds."}
+    irq = {"kind": "hung-task", "line": "INFO: task irq/24-pciehp:44 blocked for more than 10 seconds."}
+    out = {"checks": [{"name": "kernel-log-clean", "ok": False, "detail": "findings"}], "findings": [irq, fio]}
+    rep = lab_step_reports([{"rc": 1, "stdout": json.dumps(out)}], ["collect"])
+    j = lab_disconnect_judge({"50000": {"unmarked": [rep]}}, [32])
+    assert not j["reports"][0]["ok"]
+    assert fio in j["reports"][0]["findings"] and irq not in j["reports"][0]["findings"]
+    assert j["unmarked_hung_tasks"] == {"50000": {"32": 1}}

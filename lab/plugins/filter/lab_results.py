@@ -1,6 +1,7 @@
 """Filters between the guest probe, the scenarios and the results files."""
 
 import json
+import re
 
 from ansible.errors import AnsibleFilterError
 
@@ -183,6 +184,9 @@ def lab_disconnect_metrics(passes, sizes, platform):
 # disconnect-flag's unmarked passes: what a removal costs that waits out a
 # completion timeout on every read under pci_rescan_remove_lock
 UNMARKED_SYMPTOM = "hung-task"
+# ... of a pciehp IRQ thread only (irq/<n>-pciehp): a hung fio, kworker or
+# udev task is a finding like any other
+UNMARKED_SYMPTOM_TASK = re.compile(r"^INFO: task irq/[0-9]+-pciehp:[0-9]+ blocked for more than [0-9]+ seconds")
 UNMARKED_SYMPTOM_STEP = "collect failed (exit 1): kernel-log-clean"
 
 
@@ -203,8 +207,9 @@ def lab_disconnect_judge(passes, sizes):
                     reports.append(r)
                     continue
                 found = r.get("findings") or []
-                symptom = [f for f in found if f.get("kind") == UNMARKED_SYMPTOM]
-                rest = [f for f in found if f.get("kind") != UNMARKED_SYMPTOM]
+                symptom = [f for f in found if f.get("kind") == UNMARKED_SYMPTOM
+                           and UNMARKED_SYMPTOM_TASK.match(f.get("line", ""))]
+                rest = [f for f in found if f not in symptom]
                 if symptom:
                     rest = [f for f in rest if f.get("line") != UNMARKED_SYMPTOM_STEP]
                 hung.setdefault(str(timeout), {})[str(n)] = len(symptom)
