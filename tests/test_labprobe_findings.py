@@ -330,20 +330,35 @@ def test_reports_in_log_order_after_since_seq(labprobe, tmp_path):
 
 def test_records_lost_are_reported(labprobe, tmp_path):
     """Records lost from the log (the ring overwrote them under the reader:
-    a gap in the sequence numbers) are counted in kmsg_overrun, for the
-    caller to see that the log it judged was not whole; the gate makes up no
-    finding for them. Both gaps count, and a report after a gap is found."""
+    a gap in the sequence numbers) are counted in kmsg_overrun and make a
+    kmsg-gap finding: a scan of a log that is not whole is no clean result.
+    Both gaps count, and a report after a gap is still found."""
     clean = log("a", "b") + log("c", first=5) + log("d", "e", first=9)
     rc, rep = findings(labprobe, tmp_path, clean)
-    assert rep["kmsg_overrun"] == 5 and rep["findings"] == [] and rep["kmsg_last_seq"] == 10, rep
+    assert rep["kmsg_overrun"] == 5 and rep["kmsg_last_seq"] == 10, rep
+    assert rc == 1 and [f["kind"] for f in rep["findings"]] == ["kmsg-gap"], rep
+    assert "5 record(s)" in rep["findings"][0]["line"]
 
     rc, rep = findings(labprobe, tmp_path, log("a", "b") + log("UBSAN: shift-out-of-bounds in "
                                                              "drivers/pci/pcie/aer.c:1024:17", first=7))
     assert rc == 1 and rep["kmsg_overrun"] == 4, rep
-    assert [f["kind"] for f in rep["findings"]] == ["ubsan"]
+    assert [f["kind"] for f in rep["findings"]] == ["kmsg-gap", "ubsan"]
 
     rc, rep = findings(labprobe, tmp_path, log("a", "b", "c"))
-    assert rc == 0 and rep["kmsg_overrun"] == 0, rep
+    assert rc == 0 and rep["kmsg_overrun"] == 0 and rep["findings"] == [], rep
+
+
+def test_records_lost_before_the_window_was_read_are_a_finding(labprobe, tmp_path):
+    """--since-seq S, and the oldest record the ring still holds is past
+    S + 1: the window's first records are gone. A gap before the window
+    does not count."""
+    rc, rep = findings(labprobe, tmp_path, log("x", "y", first=20), "--since-seq", "10")
+    assert rc == 1 and [f["kind"] for f in rep["findings"]] == ["kmsg-gap"], rep
+    assert "9 record(s) after seq 10" in rep["findings"][0]["line"]
+    rc, rep = findings(labprobe, tmp_path, log("a", first=1) + log("x", "y", first=20), "--since-seq", "20")
+    assert rc == 0 and rep["findings"] == [], rep
+    rc, rep = findings(labprobe, tmp_path, log("x", "y", first=11), "--since-seq", "10")
+    assert rc == 0 and rep["findings"] == [], rep
 
 
 def test_every_pattern_has_a_real_line():

@@ -311,9 +311,10 @@ def test_clean_fake_kmsg(labprobe, tmp_path):
 def test_lost_records_counted(labprobe, tmp_path):
     """Records overwritten under the reader (EPIPE on /dev/kmsg, which then
     goes on at the oldest record left: a gap in the sequence numbers) are
-    counted in kmsg_overrun, not skipped without a word."""
+    counted in kmsg_overrun and make a kmsg-gap finding, not skipped without
+    a word."""
     kmsg = tmp_path / "kmsg"
     kmsg.write_text(record(10, "a") + record(11, "b") + record(15, "c") + record(16, WARNING, level=4))
     rc, rep, _ = findings(labprobe, kmsg)
     assert rc == 1 and rep["kmsg_overrun"] == 3, rep
-    assert [f["kind"] for f in rep["findings"]] == ["warning"]
+    assert [f["kind"] for f in rep["findings"]] == ["kmsg-gap", "warning"]

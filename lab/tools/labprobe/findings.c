@@ -348,6 +348,30 @@ struct json_object *findings_scan(unsigned long long since_seq, int context)
 		return list;
 	}
 
+	/* Records of the window the ring lost before they were read (an
+	 * overrun: the oldest record left is past since_seq + 1, or the
+	 * sequence jumps inside the window) leave the scan incomplete: that is
+	 * a finding of its own, never a clean result. */
+	unsigned long long lost = 0, prev = since_seq;
+	for (size_t i = 0; i < n; i++) {
+		if (since_seq && recs[i].seq <= since_seq)
+			continue;
+		if ((since_seq || prev) && recs[i].seq > prev + 1)
+			lost += recs[i].seq - prev - 1;
+		prev = recs[i].seq;
+	}
+	if (lost) {
+		struct json_object *o = json_object_new_object();
+		char line[200];
+
+		snprintf(line, sizeof(line), "kernel log: %llu record(s) after seq %llu were lost to a ring "
+			 "overrun before they were read: this scan is incomplete", lost, since_seq);
+		json_object_object_add(o, "kind", json_object_new_string("kmsg-gap"));
+		json_object_object_add(o, "line", json_object_new_string(line));
+		json_object_object_add(o, "context", json_object_new_array());
+		json_object_array_add(list, o);
+	}
+
 	for (size_t i = 0; i < n; i++) {
 		const char *kind = NULL;
 		struct json_object *o, *ctx;
