@@ -30,14 +30,15 @@ import lab_profile  # noqa: E402
 import lab_topology  # noqa: E402
 
 PREFIX = tagged("pciehp-safety")
-VICTIM = pathlib.Path("/var/lib") / (tagged("pciehp-safety-victim") + "-1")
-LONG = "x" * 60
+LONG = "x" * 64
 
 # (what is given, what the message must name). Each is refused before
 # anything is created.
 BAD = [
     # the inputs of the safety audit
-    (["lab_name_prefix=../../" + VICTIM.name[:-2]], "lab_name_prefix"),
+    # the refused runs get a state directory of their own, SANDBOX/state:
+    # this prefix makes the VM directory SANDBOX/state/vms/../../victim-1
+    (["lab_name_prefix=../../victim"], "lab_name_prefix"),
     ([{"lab_name_prefix": "a b"}], "lab_name_prefix"),
     ([{"lab_name_prefix": "a'b"}], "lab_name_prefix"),
     (["lab_name_prefix=a/b"], "lab_name_prefix"),
@@ -111,38 +112,46 @@ def _listing(path):
     return sorted(os.listdir(path)) if path.is_dir() else None
 
 
-def snapshot():
-    """What no refused run may change."""
+def snapshot(sandbox):
+    """What no refused run may change: the sandbox the runs were pointed at
+    (their state directory, results root and a victim directory a hostile
+    prefix aims at), the file system's root and libvirt's domains."""
     return {
-        "victim": _tree(VICTIM),
+        "sandbox": _tree(sandbox),
+        "victim": _tree(sandbox / "victim-1"),
         "root": _listing(pathlib.Path("/")),
-        "var_lib": _listing(pathlib.Path("/var/lib")),
-        "results": _listing(REPO / "results"),
-        "vms": _listing(STATE_DIR / "vms"),
         "domains": sorted(d for d in domains() if d.startswith(tagged("pciehp-safety"))),
     }
 
 
 @pytest.fixture(scope="module")
-def refused():
-    """Runs every BAD input (4 at a time) around one snapshot."""
-    VICTIM.mkdir(parents=True, exist_ok=True)
-    (VICTIM / "keep").write_text("a directory the lab must never remove\n")
-    (VICTIM / "sub").mkdir(exist_ok=True)
-    (VICTIM / "sub" / "keep2").write_text("nor this\n")
-    before = snapshot()
+def refused(tmp_path_factory):
+    """Runs every BAD input (4 at a time) around one snapshot. Each run's
+    lab_state_dir and lab_results_root are in a sandbox unless the input
+    names them itself."""
+    sandbox = tmp_path_factory.mktemp("safety")
+    (sandbox / "state" / "vms").mkdir(parents=True)
+    (sandbox / "results").mkdir()
+    victim = sandbox / "victim-1"
+    (victim / "sub").mkdir(parents=True)
+    (victim / "keep").write_text("a directory the lab must never remove\n")
+    (victim / "sub" / "keep2").write_text("nor this\n")
+    before = snapshot(sandbox)
 
     def one(case):
         extra, _ = case
-        base = [] if any("lab_name_prefix" in (e if isinstance(e, str) else json.dumps(e)) for e in extra) \
-            else ["lab_name_prefix=" + PREFIX]
+        given = " ".join(e if isinstance(e, str) else json.dumps(e) for e in extra)
+        base = [] if "lab_name_prefix" in given else ["lab_name_prefix=" + PREFIX]
+        if "lab_state_dir" not in given:
+            base.append(f"lab_state_dir={sandbox}/state")
+        if "lab_results_root" not in given:
+            base.append(f"lab_results_root={sandbox}/results")
         return playbook(*base, *extra, timeout=300)
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
         results = list(pool.map(one, BAD))
-    after = snapshot()
+    after = snapshot(sandbox)
     yield results, before, after
-    subprocess.run(["rm", "-rf", "--one-file-system", str(VICTIM)], check=False)
 
 
 @pytest.mark.parametrize("index", range(len(BAD)), ids=[f"{i}-{b[1][:40]}" for i, b in enumerate(BAD)])
@@ -160,7 +169,7 @@ def test_bad_input_is_refused_naming_it(refused, index):
 
 def test_nothing_outside_changed(refused):
     _, before, after = refused
-    assert before["victim"] is not None
+    assert before["victim"] is not None and before["sandbox"] is not None
     assert after == before
 
 

@@ -20,8 +20,9 @@ from ansible.errors import AnsibleFilterError
 
 SCHEMA_PATH = os.path.join(os.path.dirname(__file__), "..", "..", "profile.yml")
 
-# Plain names become libvirt domain names, directory names and XML text.
-NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_-]{0,47}"
+# Plain names become libvirt domain names, directory names and XML text:
+# one pattern for all of them (lab_run_lock checks the prefix with it too).
+NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_-]{0,62}"
 PATH_CHARS = re.compile(r"[A-Za-z0-9._+/-]+")
 # Directories the lab must never own: it deletes below its paths.
 SYSTEM_DIRS = {

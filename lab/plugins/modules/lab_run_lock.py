@@ -62,7 +62,7 @@ def main():
         owner=dict(type="int", required=True), run_id=dict(type="str", required=True),
         state=dict(type="str", default="present", choices=["present", "absent"])))
     p = m.params
-    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_-]{0,47}", p["prefix"]):
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_-]{0,62}", p["prefix"]):
         m.fail_json(msg=f"lab_run_lock: name prefix {p['prefix']!r} is not a plain name")
     os.makedirs(p["dir"], mode=0o700, exist_ok=True)
     st = os.lstat(p["dir"])
