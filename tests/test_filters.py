@@ -103,13 +103,39 @@ def test_probe_without_json_is_a_failed_report():
 
 
 def test_expected_failures_mark_only_fully_matched_records():
-    rec = {"name": "storm", "status": "fail", "findings": [{"line": "pcieport: Already disabled"}]}
-    exp = [{"scenario": "storm", "match": "Already disabled", "reason": "known race"}]
+    rec = {"name": "storm", "status": "fail",
+           "findings": [{"kind": "pciehp-state", "line": "pcieport: Already disabled"}]}
+    exp = [{"scenario": "storm", "kind": "pciehp-state", "match": "Already disabled", "reason": "known race"}]
     (r,) = lab_results.lab_apply_expected([rec], exp)
     assert r["status"] == "xfail" and r["expected_failure"] == ["known race"]
-    rec2 = dict(rec, findings=rec["findings"] + [{"line": "BUG: kernel NULL pointer"}])
+    rec2 = dict(rec, findings=rec["findings"] + [{"kind": "bug", "line": "BUG: kernel NULL pointer"}])
     (r,) = lab_results.lab_apply_expected([rec2], exp)
     assert r["status"] == "fail"
+
+
+def test_an_expected_failure_matches_its_kind_only():
+    """The same words in a finding of another kind (a failed step quoting the
+    line, a kernel warning) are not the known failure."""
+    exp = [{"scenario": "storm", "kind": "pciehp-state", "match": "Already disabled", "reason": "known race"}]
+    for kind in ("step", "warning", None):
+        rec = {"name": "storm", "status": "fail", "findings": [{"kind": kind, "line": "pcieport: Already disabled"}]}
+        assert lab_results.lab_apply_expected([rec], exp)[0]["status"] == "fail", kind
+    with pytest.raises(AnsibleFilterError, match="needs both 'kind'"):
+        lab_results.lab_apply_expected([rec], [{"scenario": "storm", "match": "x", "reason": "r"}])
+
+
+def test_every_expected_failure_names_a_kind_and_jbof_concurrent_only_its_teardown_commands():
+    import yaml
+    for variant in ("stock", "patched", "distro"):
+        for e in yaml.safe_load((REPO / f"kernel/expected-failures/{variant}.yml").read_text()) or []:
+            assert e.get("kind") and e.get("match") and e.get("reason"), (variant, e)
+    stock = yaml.safe_load((REPO / "kernel/expected-failures/stock.yml").read_text())
+    (conc,) = [e for e in stock if e["scenario"] == "jbof-concurrent"]
+    line = "pcieport 0000:05:01.0: pciehp: Timeout on hotplug command 0x{} (issued 1016 msec ago)"
+    rec = {"name": "jbof-concurrent", "status": "fail", "findings": [{"kind": "pciehp-state", "line": ""}]}
+    for cmd, status in (("0000", "xfail"), ("0400", "xfail"), ("0300", "xfail"), ("1431", "fail"), ("07c0", "fail")):
+        rec["findings"][0]["line"] = line.format(cmd)
+        assert lab_results.lab_apply_expected([rec], [conc])[0]["status"] == status, cmd
 
 
 def test_scaling_ratio_is_relative_to_one_drive():

@@ -222,19 +222,25 @@ def lab_apply_expected(records, expected):
     """Marks failed records whose every finding is a known failure of the
     kernel variant (kernel/expected-failures/<variant>.yml) as 'xfail'.
     expected: that file's list, or {variant: list} for a run of several
-    variants (each record has its VM's variant)."""
-    import re
-
+    variants (each record has its VM's variant). An entry matches a finding
+    of its scenario only when the finding is of the entry's kind and its line
+    matches the entry's regular expression: the same words from another
+    check, or a kernel-log line where a step failure is expected, still fail."""
     out = []
     for rec in records:
         rec = dict(rec)
         known = expected.get(rec.get("variant"), []) if isinstance(expected, dict) else expected
         entries = [e for e in known or [] if e.get("scenario") == rec.get("name")]
+        for e in entries:
+            if not e.get("kind") or not e.get("match"):
+                raise AnsibleFilterError(f"expected failure of {e.get('scenario')} needs both 'kind' (the "
+                                         f"finding's kind) and 'match' (a regular expression of its line): {e}")
         findings = rec.get("findings") or []
         if rec.get("status") == "fail" and entries and findings:
             reasons = []
             for f in findings:
-                hit = next((e for e in entries if re.search(e["match"], f.get("line", ""))), None)
+                hit = next((e for e in entries if e["kind"] == f.get("kind")
+                            and re.search(e["match"], f.get("line", ""))), None)
                 if not hit:
                     reasons = None
                     break
