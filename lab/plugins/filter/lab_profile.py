@@ -259,18 +259,12 @@ def lab_host_check(hosts, hostvars, schema=None):
     return hosts
 
 
-def lab_defaults(schema):
-    """{name: default} of every declared variable (the vars plugin's)."""
-    return {n: spec.get("default") for n, spec in schema["variables"].items()}
-
-
 class FilterModule:
     def filters(self):
         return {
             "lab_profile_check": lab_profile_check,
             "lab_host_check": lab_host_check,
             "lab_profile_schema": lab_profile_schema,
-            "lab_check_path": lambda value, name="path": check_path(name, value),
         }
 
 
