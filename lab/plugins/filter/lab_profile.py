@@ -142,6 +142,8 @@ def _list(name, value, spec, scenarios):
         _fail(name, value, "must be a list (JSON, e.g. -e '{\"%s\": [...]}')" % name)
     if len(value) > spec.get("max_items", 1000):
         _fail(name, value, f"has {len(value)} items: at most {spec.get('max_items', 1000)}")
+    if len(value) < spec.get("min_items", 0):
+        _fail(name, value, f"has {len(value)} items: at least {spec['min_items']}")
     item = spec.get("item", {})
     if item.get("type") == "scenario":
         if not value:
