@@ -206,3 +206,82 @@ def test_disconnect_judge_fails_a_hung_task_that_is_not_a_pciehp_irq_thread():
     assert not j["reports"][0]["ok"]
     assert fio in j["reports"][0]["findings"] and irq not in j["reports"][0]["findings"]
     assert j["unmarked_hung_tasks"] == {"50000": {"32": 1}}
+
+
+def _bd_report(*slots, **top):
+    """A bulk removal's report whose collect step has these yanked slots'
+    breakdowns (None: a slot without one) and top-level fields."""
+    recs = [{"slot": str(i + 1), "expected_gone": True, **({"breakdown": b} if b is not None else {})}
+            for i, b in enumerate(slots)]
+    recs.append({"slot": "99", "expected_gone": False, "breakdown": _bd(999, 999, 999)})  # a bystander: left out
+    return {"ok": True, "steps": {"collect": {"slots": recs, **top}}}
+
+
+def _bd(wait, held, unbind, in_lock=True, thread=None, pid=None, rcu=(1, 6.0), cpu=3.0):
+    waits = {fn: {"n": 0, "ms": 0.0} for fn in lab_results.BREAKDOWN_WAITS}
+    waits["synchronize_rcu"] = {"n": rcu[0], "ms": rcu[1]}
+    return {"thread": thread, "pid": pid, "lock_wait_ms": wait, "lock_held_ms": held, "unbind_ms": unbind,
+            "unbind_in_lock": in_lock, "structural_ms": held - unbind if in_lock else held, "waits": waits,
+            "cpu_ms": cpu}
+
+
+def test_breakdown_metrics_median_max_and_lock_wait_sum():
+    rep = _bd_report(_bd(0.5, 20.0, 15.0, thread="irq/24-pciehp", pid=1),
+                     _bd(20.0, 21.0, 16.0, thread="irq/25-pciehp", pid=2),
+                     _bd(41.0, 22.0, 17.0, thread="irq/26-pciehp", pid=3, rcu=(2, 9.0)),
+                     _bd(62.0, 23.0, 14.0, in_lock=False, thread="irq/27-pciehp", pid=4),
+                     teardown_cpu_ms=12.0, cpu_floor_ms=6.0, ncpus=2, kprobe_missed=0)
+    m = lab_results.lab_breakdown_metrics(rep)
+    assert m["slots"] == 4 and m["with_breakdown"] == 4
+    assert m["lock_wait_ms"] == {"median": 30.5, "max": 62.0, "n": 4, "sum": 123.5}
+    assert m["lock_held_ms"] == {"median": 21.5, "max": 23.0, "n": 4}
+    assert m["unbind_ms"] == {"median": 15.5, "max": 17.0, "n": 4}
+    assert m["structural_ms"]["max"] == 23.0    # the unbind outside the lock: all of the hold is structural
+    assert m["unbind_in_lock"] == {"inside": 3, "outside": 1}
+    assert m["waits"]["synchronize_rcu"] == {"median": 6.0, "max": 9.0, "n": 4, "calls": 5}
+    assert m["waits"]["free_irq"] == {"median": 0.0, "max": 0.0, "n": 4, "calls": 0}
+    assert m["cpu_ms"] == {"median": 3.0, "max": 3.0, "n": 4}
+    assert (m["teardown_cpu_ms"], m["cpu_floor_ms"], m["ncpus"], m["kprobe_missed"]) == (12.0, 6.0, 2, 0)
+
+
+def test_breakdown_metrics_count_a_shared_thread_once():
+    """A JBOF's drives torn down by their root port's one IRQ thread: the
+    thread's lock wait and calls count once in the sums."""
+    shared = dict(thread="irq/30-pciehp", pid=7)
+    m = lab_results.lab_breakdown_metrics(_bd_report(_bd(5.0, 30.0, 5.0, **shared), _bd(5.0, 30.0, 6.0, **shared)))
+    assert m["lock_wait_ms"]["sum"] == 5.0 and m["lock_wait_ms"]["n"] == 2
+    assert m["waits"]["synchronize_rcu"]["calls"] == 1
+
+
+def test_breakdown_metrics_missing_breakdown_gives_nulls_not_zeros():
+    """No breakdown (a labprobe without it, a collect that failed), or a
+    probe the kernel did not take: null, never 0; nothing measured is no
+    time spent."""
+    m = lab_results.lab_breakdown_metrics(_bd_report(None, None))
+    assert m["slots"] == 2 and m["with_breakdown"] == 0
+    for part in lab_results.BREAKDOWN_PARTS:
+        assert m[part]["median"] is None and m[part]["max"] is None and m[part]["n"] == 0, part
+    assert m["lock_wait_ms"]["sum"] is None and m["unbind_in_lock"] is None
+    assert all(w == {"median": None, "max": None, "n": 0, "calls": None} for w in m["waits"].values())
+    assert m["teardown_cpu_ms"] is None and m["cpu_floor_ms"] is None
+    # a failed iteration without a collect step at all
+    assert lab_results.lab_breakdown_metrics({"ok": False, "steps": {}})["unbind_ms"]["max"] is None
+    # lock probes not placed: the lock parts null, the unbind still counted
+    b = _bd(0, 0, 15.0)
+    b.update(lock_wait_ms=None, lock_held_ms=None, structural_ms=None, unbind_in_lock=None)
+    b["waits"]["del_gendisk"] = None
+    m = lab_results.lab_breakdown_metrics(_bd_report(b))
+    assert m["lock_wait_ms"] == {"median": None, "max": None, "n": 0, "sum": None}
+    assert m["structural_ms"]["max"] is None and m["unbind_ms"]["max"] == 15.0
+    assert m["waits"]["del_gendisk"]["max"] is None and m["waits"]["del_gendisk"]["calls"] is None
+
+
+def test_disconnect_metrics_put_the_breakdown_per_timeout_flag_and_size():
+    rep = _bd_report(_bd(1.0, 10.0, 8.0, thread="irq/24-pciehp", pid=1), teardown_cpu_ms=4.0, cpu_floor_ms=2.0,
+                     ncpus=2, last_gone_ms=30.0)
+    passes = {"50000": {"marked": [rep], "unmarked": [_bd_report(None)]}}
+    m = lab_results.lab_disconnect_metrics(passes, [1], "fidelity")
+    assert m["breakdown"]["50000"]["marked"]["1"]["unbind_ms"]["max"] == 8.0
+    assert m["breakdown"]["50000"]["marked"]["1"]["cpu_floor_ms"] == 2.0
+    assert m["breakdown"]["50000"]["unmarked"]["1"]["lock_wait_ms"]["sum"] is None
+    assert "lab_breakdown_metrics" in lab_results.FilterModule().filters()

@@ -2,6 +2,7 @@
 
 import json
 import re
+import statistics
 
 from ansible.errors import AnsibleFilterError
 
@@ -147,6 +148,57 @@ def lab_removal_metrics(reports):
     return metrics
 
 
+BREAKDOWN_PARTS = ["lock_wait_ms", "lock_held_ms", "unbind_ms", "structural_ms", "cpu_ms"]
+BREAKDOWN_WAITS = ["synchronize_rcu", "synchronize_srcu", "blk_mq_freeze_queue_wait", "free_irq", "del_gendisk",
+                   "device_del"]
+
+
+def _median_max(values):
+    values = sorted(v for v in values if v is not None)
+    if not values:
+        return {"median": None, "max": None, "n": 0}
+    return {"median": round(statistics.median(values), 3), "max": round(values[-1], 3), "n": len(values)}
+
+
+def lab_breakdown_metrics(report):
+    """Where the yanked drives' teardowns of one bulk removal spent their
+    time (labprobe collect's slots[].breakdown, lab/tools/labprobe/
+    breakdown.c): for each part (rescan-lock wait and hold, nvme unbind,
+    structural rest, IRQ thread CPU) and each wait function, the median and
+    max over the yanked slots and how many slots had a value; the lock
+    waits summed (each IRQ thread once: a JBOF's slots share their root
+    port's); how many unbinds ran inside the lock; the teardown's CPU time
+    and its floor (CPU time / online CPUs). A part nobody measured (no
+    breakdown, a probe the kernel did not take) is null, never 0."""
+    collect = ((report or {}).get("steps") or {}).get("collect") or {}
+    slots = [s for s in collect.get("slots") or [] if s.get("expected_gone")]
+    bds = [s.get("breakdown") or {} for s in slots]
+    out = {"slots": len(slots), "with_breakdown": sum(1 for b in bds if b)}
+    for part in BREAKDOWN_PARTS:
+        out[part] = _median_max([b.get(part) for b in bds])
+    # per thread, once: (thread, pid), or the slot when no thread was traced
+    per_thread = {}
+    for s, b in zip(slots, bds):
+        if b:
+            per_thread.setdefault((b.get("thread"), b.get("pid")) if b.get("thread") else s.get("slot"), b)
+    waits = [b["lock_wait_ms"] for b in per_thread.values() if b.get("lock_wait_ms") is not None]
+    out["lock_wait_ms"]["sum"] = round(sum(waits), 3) if waits else None
+    in_lock = [b.get("unbind_in_lock") for b in bds if b.get("unbind_in_lock") is not None]
+    out["unbind_in_lock"] = {"inside": in_lock.count(True), "outside": in_lock.count(False)} if in_lock else None
+    out["waits"] = {}
+    for fn in BREAKDOWN_WAITS:
+        calls = [(b.get("waits") or {}).get(fn) for b in bds]
+        out["waits"][fn] = _median_max([c.get("ms") if c else None for c in calls])
+        thread_calls = [((b.get("waits") or {}).get(fn) or {}).get("n") for b in per_thread.values()]
+        thread_calls = [n for n in thread_calls if n is not None]
+        out["waits"][fn]["calls"] = sum(thread_calls) if thread_calls else None
+    for key in ("teardown_cpu_ms", "cpu_floor_ms", "ncpus", "kprobe_missed"):
+        out[key] = collect.get(key)
+    out["note"] = ("ms, inclusive times of each yanked slot's pciehp IRQ thread (nested calls count in each); "
+                   "median and max over the slots; lock_wait_ms.sum and waits.calls count each thread once")
+    return out
+
+
 def lab_scaling_metrics(reports, sizes):
     """T(N): ms from the first pciehp interrupt until the last of N yanked
     drives was gone, one bulk removal a size; and T(N)/T(1)."""
@@ -165,7 +217,8 @@ def lab_disconnect_metrics(passes, sizes, platform):
     """disconnect-flag: for each completion timeout (us; "stock" on Debian's
     QEMU) and flag setting (marked: pciehp marks yanked devices
     disconnected; unmarked: pciehp.debug_keep_connected=Y), T(N) and the
-    per-phase latencies, and unmarked/marked per size."""
+    per-phase latencies, unmarked/marked per size, and where each removal's
+    teardowns spent their time (breakdown[timeout][flag][N])."""
     out = {"platform": platform, "sizes": sizes, "T_ms": {}, "unmarked_over_marked": {}, "phases": {}}
     for timeout, flags in (passes or {}).items():
         t, ph = {}, {}
@@ -173,6 +226,9 @@ def lab_disconnect_metrics(passes, sizes, platform):
             t[flag] = lab_scaling_metrics(reports, sizes)["T_ms"]
             ph[flag] = {str(n): lab_removal_metrics([r]) for n, r in zip(sizes, reports)}
         out["T_ms"][timeout], out["phases"][timeout] = t, ph
+        # where each size's teardown spent its time (labprobe collect's breakdown)
+        out.setdefault("breakdown", {})[timeout] = {
+            flag: {str(n): lab_breakdown_metrics(r) for n, r in zip(sizes, reports)} for flag, reports in flags.items()}
         # fidelity QEMU: reads that reached the removed drives, by function
         out.setdefault("absent_reads", {})[timeout] = {
             flag: {str(n): r.get("absent") for n, r in zip(sizes, reports)} for flag, reports in flags.items()}
@@ -307,6 +363,7 @@ class FilterModule:
             "lab_hpslot_serials": lab_hpslot_serials,
             "lab_step_reports": lab_step_reports,
             "lab_removal_metrics": lab_removal_metrics,
+            "lab_breakdown_metrics": lab_breakdown_metrics,
             "lab_scaling_metrics": lab_scaling_metrics,
             "lab_disconnect_metrics": lab_disconnect_metrics,
             "lab_disconnect_judge": lab_disconnect_judge,

@@ -27,6 +27,14 @@
  * stall); with --aer (the error was an AER error at the slots' ports) it
  * also checks that the AER service recovered, from its own probes. Kept
  * slots without --aer are bystanders of a removal elsewhere (a JBOF yank).
+ * Each yanked slot's record also has a "breakdown" of where its teardown
+ * spent its time (lock wait and hold of pci_rescan_remove_lock, nvme
+ * unbind in or outside it, the structural rest, the waits inside, the
+ * IRQ thread's CPU time), and the top level teardown_cpu_ms, ncpus,
+ * cpu_floor_ms, kprobe_missed and breakdown_note: breakdown.c's header
+ * says what each is. LABPROBE_TRACE=FILE makes collect read the trace
+ * from FILE (kprobe_profile from FILE.profile) and leave tracefs alone
+ * (a test hook).
  * drives waits for drives to (re)appear with the expected serials and
  * optionally write-verifies each with fio. */
 #include "labprobe.h"
@@ -50,31 +58,33 @@
 #define INSTANCE TRACEFS "/instances/labprobe"
 #define MAXS 256
 
-static const struct {
-	const char *name;	/* event name in group labprobe */
-	const char *def;	/* kprobe_events definition after "X:labprobe/name " */
-	char type;
-	bool required;
-} probes[] = {
-	{ "lp_isr", "pciehp_isr irq=%di:s32", 'p', true },
-	{ "lp_change", "pciehp_handle_presence_or_link_change events=%si:x32", 'p', true },
-	{ "lp_unconf", "pciehp_unconfigure_device presence=%si:u8", 'p', true },
-	{ "lp_disc", "pci_dev_set_disconnected", 'p', false },
-	{ "lp_nvrm", "nvme_remove", 'p', true },
-	{ "lp_nvrm_ret", "nvme_remove", 'r', true },
-	{ "lp_del", "device_del name=+0(+0(%di)):string", 'p', true },
-	{ "lp_add", "device_add name=+0(+0(%di)):string", 'p', true },
-	{ "lp_conf", "pciehp_configure_device", 'p', false },
+static const struct lp_probe probes[] = {
+	{ "lp_isr", "pciehp_isr irq=%di:s32", "p", true },
+	{ "lp_change", "pciehp_handle_presence_or_link_change events=%si:x32", "p", true },
+	{ "lp_unconf", "pciehp_unconfigure_device presence=%si:u8", "p", true },
+	{ "lp_disc", "pci_dev_set_disconnected", "p", false },
+	{ "lp_nvrm", "nvme_remove", "p", true },
+	{ "lp_nvrm_ret", "nvme_remove", "r", true },
+	{ "lp_del", "device_del name=+0(+0(%di)):string", "p", true },
+	{ "lp_add", "device_add name=+0(+0(%di)):string", "p", true },
+	{ "lp_conf", "pciehp_configure_device", "p", false },
 	/* AER recovery (port-wide events; kernels without AER lack them) */
-	{ "lp_aer", "aer_isr irq=%di:s32", 'p', false },
-	{ "lp_rec", "pcie_do_recovery state=%si:u32", 'p', false },
-	{ "lp_rec_ret", "pcie_do_recovery ret=$retval:u32", 'r', false },
-	{ "lp_reset", "pciehp_reset_slot probe=%si:s32", 'p', false },
+	{ "lp_aer", "aer_isr irq=%di:s32", "p", false },
+	{ "lp_rec", "pcie_do_recovery state=%si:u32", "p", false },
+	{ "lp_rec_ret", "pcie_do_recovery ret=$retval:u32", "r", false },
+	{ "lp_reset", "pciehp_reset_slot probe=%si:s32", "p", false },
 	/* the device whose driver a thread releases: attributes nvme_remove
 	 * when one IRQ thread tears down a whole JBOF */
-	{ "lp_unbind", "device_release_driver_internal name=+0(+0(%di)):string", 'p', false },
+	{ "lp_unbind", "device_release_driver_internal name=+0(+0(%di)):string", "p", false },
 };
 #define NPROBES (sizeof(probes) / sizeof(probes[0]))
+/* and breakdown.c's, all optional, after them */
+#define NALL (NPROBES + breakdown_nprobes)
+
+static const struct lp_probe *probe_at(size_t i)
+{
+	return i < NPROBES ? &probes[i] : &breakdown_probes[i - NPROBES];
+}
 
 static int writef(const char *path, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int writef(const char *path, const char *fmt, ...)
@@ -107,13 +117,13 @@ static void probes_remove(void)
 {
 	char path[256];
 
-	for (size_t i = 0; i < NPROBES; i++) {
-		snprintf(path, sizeof(path), INSTANCE "/events/labprobe/%s/enable", probes[i].name);
+	for (size_t i = 0; i < NALL; i++) {
+		snprintf(path, sizeof(path), INSTANCE "/events/labprobe/%s/enable", probe_at(i)->name);
 		writef(path, "0");
 	}
 	rmdir(INSTANCE);
-	for (size_t i = 0; i < NPROBES; i++)
-		writef(TRACEFS "/kprobe_events", "-:labprobe/%s\n", probes[i].name);
+	for (size_t i = 0; i < NALL; i++)
+		writef(TRACEFS "/kprobe_events", "-:labprobe/%s\n", probe_at(i)->name);
 }
 
 /* ---- slot snapshot ---- */
@@ -622,17 +632,17 @@ int cmd_arm(int argc, char **argv, struct json_object *out)
 	writef(INSTANCE "/trace_clock", "mono");
 	writef(INSTANCE "/buffer_size_kb", "8192");
 	writef(INSTANCE "/trace", "\n");
-	for (size_t i = 0; i < NPROBES; i++) {
-		int ret = writef(TRACEFS "/kprobe_events", "%c:labprobe/%s %s\n", probes[i].type,
-				 probes[i].name, probes[i].def);
+	for (size_t i = 0; i < NALL; i++) {
+		const struct lp_probe *p = probe_at(i);
+		int ret = writef(TRACEFS "/kprobe_events", "%s:labprobe/%s %s\n", p->type, p->name, p->def);
 
 		if (!ret) {
-			snprintf(path, sizeof(path), INSTANCE "/events/labprobe/%s/enable", probes[i].name);
+			snprintf(path, sizeof(path), INSTANCE "/events/labprobe/%s/enable", p->name);
 			ret = writef(path, "1");
 		}
-		json_object_object_add(pr, probes[i].name, json_object_new_string(ret ? strerror(-ret) : "ok"));
-		if (probes[i].required)
-			check(&c, ret == 0, "kprobe", "%s on %s: %s", probes[i].name, probes[i].def,
+		json_object_object_add(pr, p->name, json_object_new_string(ret ? strerror(-ret) : "ok"));
+		if (p->required)
+			check(&c, ret == 0, "kprobe", "%s on %s: %s", p->name, p->def,
 			      ret ? strerror(-ret) : "ok");
 	}
 	/* the series' own tracepoints, where the kernel has them */
@@ -640,6 +650,18 @@ int cmd_arm(int argc, char **argv, struct json_object *out)
 		writef(INSTANCE "/events/pci_hotplug/enable", "1") == 0));
 	writef(INSTANCE "/tracing_on", "1");
 	json_object_object_add(state, "probes", json_object_get(pr));
+	{
+		/* the CPU time of the slots' pciehp IRQ threads so far */
+		int irqs[MAXS * 16], nirqs = 0;
+
+		for (int i = 0; i < nslots; i++) {
+			for (int j = 0; j < slots[i].nirqs; j++)
+				irqs[nirqs++] = slots[i].irqs[j];
+			for (int j = 0; j < slots[i].nabove; j++)
+				irqs[nirqs++] = slots[i].above_irqs[j];
+		}
+		json_object_object_add(state, "breakdown", breakdown_arm(irqs, nirqs));
+	}
 	json_object_object_add(state, "armed_at", json_object_new_double(now_mono()));
 	snprintf(path, sizeof(path), "%s/state.json", dir);
 	check(&c, json_object_to_file_ext(path, state, JSON_C_TO_STRING_PLAIN) == 0, "state-saved",
@@ -792,6 +814,8 @@ static void parse_trace_line(char *line, struct slot *slots, int n, double armed
 	ev = strstr(close + 1, event);
 	colon = ev ? strchr(ev, ':') : NULL;
 	sscanf(comm, "irq/%d-pciehp", &irq_thread);
+	if (breakdown_event(pid, irq_thread, ts, event))
+		return;
 
 	if (!strncmp(event, "pciehp_", 7)) {
 		char *a = colon ? strstr(colon, "slot=") : NULL, name[32];
@@ -863,6 +887,7 @@ static void parse_trace_line(char *line, struct slot *slots, int n, double armed
 				s = i;
 		if (s >= 0)
 			set_first(&slots[s].t[event[7] ? T_UNBOUND : T_UNBIND], ts);
+		breakdown_unbind(pid, irq_thread, ts, s, event[7] != '\0');
 	} else if (!strcmp(event, "lp_del")) {
 		char *a = colon ? strstr(colon, "name=\"") : NULL, name[64];
 		int d;
@@ -966,6 +991,9 @@ int cmd_collect(int argc, char **argv, struct json_object *out)
 	FILE *f;
 	bool tracepoints = false, expect_aer = false;
 	double agree[TP_N] = { 0 };
+	const char *trace;
+	static struct bd_slot bd_in[MAXS];
+	static struct json_object *bd_out[MAXS];
 
 	for (int i = 0; i < argc; i++) {
 		if (!strcmp(argv[i], "--dir") && i + 1 < argc) {
@@ -1107,22 +1135,42 @@ int cmd_collect(int argc, char **argv, struct json_object *out)
 			fclose(f);
 	}
 
-	/* 4. the trace */
-	writef(INSTANCE "/tracing_on", "0");
+	/* 4. the trace; LABPROBE_TRACE=FILE reads it from FILE (and
+	 * kprobe_profile from FILE.profile) and leaves tracefs alone: a test
+	 * hook, to run collect on a host */
+	trace = getenv("LABPROBE_TRACE");
+	if (trace && !trace[0])
+		trace = NULL;
+	if (!trace)
+		writef(INSTANCE "/tracing_on", "0");
 	nunbinding = 0;
-	f = fopen(INSTANCE "/trace", "r");
+	breakdown_begin(json_object_object_get_ex(state, "probes", &v) ? v : NULL);
+	f = fopen(trace ? trace : INSTANCE "/trace", "r");
 	while (f && getline(&line, &cap, f) > 0)
 		parse_trace_line(line, slots, nslots, armed);
 	if (f)
 		fclose(f);
 	free(line);
-	probes_remove();
+	snprintf(path, sizeof(path), "%.280s.profile", trace ? trace : "");
+	breakdown_read_profile(trace ? path : TRACEFS "/kprobe_profile");
+	if (!trace)
+		probes_remove();
 
 	/* 5. per-slot timeline, relative to the first hard interrupt */
 	for (int i = 0; i < nslots; i++)
 		if (slots[i].t[T_ISR] >= 0 && (t0 < 0 || slots[i].t[T_ISR] < t0))
 			t0 = slots[i].t[T_ISR];
 	res = json_object_new_array();
+	if (ngone) {
+		for (int i = 0; i < nslots; i++) {
+			bd_in[i] = (struct bd_slot){ slots[i].irqs, slots[i].nirqs, slots[i].above_irqs,
+						     slots[i].nabove, false };
+			for (int g = 0; g < ngone; g++)
+				bd_in[i].yanked |= !strcmp(slots[i].name, gone_names[g]);
+		}
+		breakdown_collect(json_object_object_get_ex(state, "breakdown", &v) ? v : NULL, bd_in, nslots,
+				  bd_out, out);
+	}
 	{
 		double gone_ms[MAXS];
 		int ng = 0;
@@ -1165,6 +1213,8 @@ int cmd_collect(int argc, char **argv, struct json_object *out)
 				json_object_object_add(o, "fio_rc", json_object_new_int(slots[i].fio_rc));
 			if (kept[i])
 				kept_checks(&c, &slots[i], io_mid[i], o);
+			if (ngone && expected)
+				json_object_object_add(o, "breakdown", bd_out[i]);
 			json_object_array_add(res, o);
 			if (expected && slots[i].fio)
 				check(&c, slots[i].fio_rc > 0, "fio-ended-with-error",

@@ -25,7 +25,9 @@ static void usage(FILE *f)
 	fprintf(f, "usage: labprobe COMMAND [ARGS]\n"
 		   "Guest-side checks of pciehp-lab; prints one JSON object, exits 0 when all checks held,\n"
 		   "1 when one failed (or the kernel log could not be read: \"error\"), 2 on bad arguments.\n"
-		   "LABPROBE_KMSG=FILE reads kernel log records from FILE instead of /dev/kmsg (tests).\n\n");
+		   "LABPROBE_KMSG=FILE reads kernel log records from FILE instead of /dev/kmsg (tests).\n"
+		   "LABPROBE_TRACE=FILE: collect reads the trace from FILE and kprobe_profile from FILE.profile,\n"
+		   "and leaves tracefs alone (tests).\n\n");
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
 		fprintf(f, "  labprobe %s %s\n", cmds[i].name, cmds[i].help);
 }

@@ -89,6 +89,42 @@ void kprobes_hits(const char *group, const struct kprobe_def *p, size_t n, long 
 bool kprobes_collect(const char *group, const struct kprobe_def *p, size_t n, long long *hits,
 		     struct json_object *out);
 
+/* A kprobe event of the group "labprobe" that hotplug.c's arm places in
+ * its trace instance. */
+struct lp_probe {
+	const char *name;	/* event name in group labprobe */
+	const char *def;	/* kprobe_events definition after "TYPE:labprobe/name " */
+	const char *type;	/* "p"; "r", or "rN": a kretprobe N calls may be in at once */
+	bool required;		/* arm fails if it cannot be placed */
+};
+
+/* breakdown.c: where each yanked slot's teardown spent its time (its
+ * header lists the fields). arm places breakdown_probes (all optional)
+ * with its own and keeps breakdown_arm()'s CPU times of the pciehp IRQ
+ * threads of `irqs` in its state; collect calls breakdown_begin() with the
+ * state's probe results, then for every trace line breakdown_event()
+ * (true: the line was the breakdown's own) and, for nvme_remove's entry
+ * and return, breakdown_unbind() with the slot it unbinds (-1 unknown);
+ * breakdown_read_profile() before the probes are removed; then
+ * breakdown_collect(), which sets objs[i] (slot i's "breakdown", NULL for
+ * a slot not yanked) and the top-level fields in out. */
+extern const struct lp_probe breakdown_probes[];
+extern const size_t breakdown_nprobes;
+struct bd_slot {
+	const int *irqs;	/* its port's interrupts */
+	int nirqs;
+	const int *above;	/* the hotplug port's above it (a JBOF's root port) */
+	int nabove;
+	bool yanked;		/* --expect-gone */
+};
+struct json_object *breakdown_arm(const int *irqs, int n);
+void breakdown_begin(struct json_object *probes);
+bool breakdown_event(int pid, int irq_thread, double ts, const char *event);
+void breakdown_unbind(int pid, int irq_thread, double ts, int slot, bool ret);
+void breakdown_read_profile(const char *path);
+void breakdown_collect(struct json_object *arm, const struct bd_slot *s, int n, struct json_object **objs,
+		       struct json_object *out);
+
 /* checks collected into {"checks": [...]} */
 struct checks {
 	struct json_object *list;
