@@ -49,7 +49,8 @@ def test_help(hpslot):
     for word in ("status", "remove --orderly", "remove --surprise", "add", "exit status"):
         assert word in r.stdout
     for cmd, words in {"status": ("ECAM", "PDS"), "remove": ("0xCF8", "--cancel", "--wait-guest"),
-                       "add": ("--serial", "null-co", "--wait")}.items():
+                       "add": ("--serial", "null-co", "--wait"),
+                       "absent": ("x-absent-reads", "--reset", "no lock")}.items():
         r = run([hpslot, cmd, "--help"])
         assert r.returncode == 0, r.stderr
         for w in words:
@@ -71,6 +72,9 @@ def test_help(hpslot):
     (["add", "dom", "3", "--serial", "123456789012345678901"], "NVMe serial"),
     (["add", "dom", "3", "--size", "0"], "--size"),
     (["status", "dom", "--bogus"], "unknown option '--bogus'"),
+    (["absent"], "no DOMAIN"),
+    (["absent", "dom", "--surprise"], "does not go with `hpslot absent`"),
+    (["status", "dom", "--reset"], "--reset belongs to `hpslot absent`"),
 ])
 def test_usage_errors(hpslot, args, message):
     r = run([hpslot, *args])
@@ -92,6 +96,7 @@ def test_usage_error_json(hpslot):
     ["remove", "--surprise"],
     ["remove", "--orderly"],
     ["add"],
+    ["absent", "--reset"],
 ])
 def test_unknown_domain(hpslot, libvirtd, args):
     name = "hpslot-test-no-such-domain"

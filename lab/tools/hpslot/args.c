@@ -21,6 +21,7 @@ const char *hp_cmd_name(enum hp_cmd c)
 	case HP_CMD_SWAP: return "swap";
 	case HP_CMD_STORM: return "storm";
 	case HP_CMD_AER: return "aer";
+	case HP_CMD_ABSENT: return "absent";
 	default: return "";
 	}
 }
@@ -49,6 +50,8 @@ void hp_usage(FILE *f)
 "        [--settle S] [--dry-run] DOMAIN SLOT...  K seeded random removals and adds\n"
 "  aer --error NAME [--correctable] DOMAIN SLOT...\n"
 "                                                 inject an AER error at each SLOT's port\n"
+"  absent [--reset] DOMAIN [SLOT...]              reads that reached nothing below each\n"
+"                                                 slot, by guest pc (lab QEMU; --reset zeroes)\n"
 "  help [COMMAND]                                 this text, or a command's\n"
 "\n"
 "SLOT is a physical slot number (the root port's `slot` property, what the guest\n"
@@ -362,6 +365,37 @@ void hp_cmd_help(FILE *f, enum hp_cmd c)
 "--json: {\"command\":\"aer\",\"ok\":..,\"error_injected\":\"SDN\",\"slots\":[{\"slot\":3,\n"
 "  \"port\":\"pci.3\",\"injected\":true,\"at_realtime_ns\":..,\"monitor\":\"OK id: pci.3 ...\"}]}\n");
 		break;
+	case HP_CMD_ABSENT:
+		fprintf(f,
+"usage: hpslot absent [--reset] [-c URI] [--json] DOMAIN [SLOT...]\n"
+"\n"
+"How many reads reached nothing below each slot (all of the domain's root and\n"
+"JBOF downstream ports, or the named SLOTs), and which guest instructions made\n"
+"them: the lab's QEMU (lab_platform=fidelity, qemu/patches/0009) counts, per\n"
+"port, every read the port forwarded to nothing -- MMIO that hit no BAR (a\n"
+"removed drive's registers), config reads of absent functions (an empty\n"
+"slot's enumeration included) -- while the port's x-completion-timeout-us is\n"
+">= 0 (0 too), with the guest pc of each (the kernel's virtual address; map it\n"
+"with System.map and the guest's _stext; 0: a read made by no vCPU). It keeps\n"
+"32 distinct pcs a port, more are counted as \"other\". hpslot reads the port\n"
+"properties x-absent-reads and x-absent-read-pcs with qom-get (again if a\n"
+"read came in between, so that the pcs' counts add up to the total); --reset\n"
+"then sets x-absent-reads to 0, which zeroes the count and the pcs (a read in\n"
+"the moment between the read and the reset is lost).\n"
+"\n"
+"No pause, no config cycles, no lock: it runs beside any other hpslot, on a\n"
+"running or paused domain. A port whose x-completion-timeout-us is -1 counts\n"
+"nothing: its count is reported as null (\"counting\":false) and the exit\n"
+"status is 1. On a QEMU without the properties (Debian's: lab_platform=stock)\n"
+"nothing is read: exit 3.\n"
+"\n"
+"--json: {\"command\":\"absent\",\"ok\":..,\"domain\":..,\"reset\":false,\n"
+"  \"slots\":[{\"slot\":1,\"port\":\"pci.1\",\"address\":\"00:02.0\",\"kind\":\"root-port\",\n"
+"    \"completion_timeout_us\":0,\"counting\":true,\"absent_reads\":5,\n"
+"    \"absent_read_pcs\":[{\"pc\":\"0xffffffff8152a1b4\",\"count\":4},\n"
+"      {\"pc\":\"other\",\"count\":1}],\"reset\":true (with --reset),\"error\":..}]}\n"
+"(absent_read_pcs: by count, descending; \"other\" last, when there is one).\n");
+		break;
 	default:
 		hp_usage(f);
 	}
@@ -455,6 +489,7 @@ enum {
 	G_SWAP = 1 << 5,	/* --delay-ms */
 	G_STORM = 1 << 6,	/* --seed --count --max-gap-ms --orderly-percent --dry-run */
 	G_AER = 1 << 7,		/* --error --correctable */
+	G_ABSENT = 1 << 8,	/* --reset */
 };
 
 static int allowed_groups(enum hp_cmd c)
@@ -465,6 +500,7 @@ static int allowed_groups(enum hp_cmd c)
 	case HP_CMD_SWAP: return G_SWAP | G_SERIAL | G_SETTLE;
 	case HP_CMD_STORM: return G_STORM | G_WAIT | G_SETTLE;
 	case HP_CMD_AER: return G_AER;
+	case HP_CMD_ABSENT: return G_ABSENT;
 	default: return 0;
 	}
 }
@@ -472,7 +508,7 @@ static int allowed_groups(enum hp_cmd c)
 int hp_parse_args(int argc, char **argv, struct hp_args *a, char *err, size_t len)
 {
 	const char *pos[HP_MAX_SLOTS + 3];
-	const char *first_opt[8] = { 0 };	/* first option seen of each group (bit index) */
+	const char *first_opt[16] = { 0 };	/* first option seen of each group (bit index) */
 	int npos = 0, groups = 0;
 	bool dashdash = false, timeout_given = false, wait_given = false, wait_guest_given = false;
 	bool stagger_given = false, after_mask_given = false;
@@ -630,6 +666,9 @@ int hp_parse_args(int argc, char **argv, struct hp_args *a, char *err, size_t le
 			a->size_mib = n;
 			a->size_given = true;
 			g = G_ADD;
+		} else if (!strcmp(arg, "--reset")) {
+			a->absent_reset = true;
+			g = G_ABSENT;
 		} else if (!strcmp(arg, "--correctable")) {
 			a->aer_correctable = true;
 			g = G_AER;
@@ -680,7 +719,7 @@ int hp_parse_args(int argc, char **argv, struct hp_args *a, char *err, size_t le
 				if (!strcmp(pos[1], hp_cmd_name(c)))
 					a->cmd = c;
 			if (!a->cmd)
-				return errf(err, len, "unknown command '%s': use status, remove, add, swap, storm or aer",
+				return errf(err, len, "unknown command '%s': use status, remove, add, swap, storm, aer or absent",
 					    pos[1]);
 		}
 		return 0;
@@ -690,13 +729,13 @@ int hp_parse_args(int argc, char **argv, struct hp_args *a, char *err, size_t le
 			if (!strcmp(pos[0], hp_cmd_name(c)))
 				a->cmd = c;
 		if (!a->cmd)
-			return errf(err, len, "unknown command '%s': use status, remove, add, swap, storm or aer", pos[0]);
+			return errf(err, len, "unknown command '%s': use status, remove, add, swap, storm, aer or absent", pos[0]);
 		k = 1;
 	}
 	if (a->help)
 		return 0;
 	if (!a->cmd)
-		return errf(err, len, "no command given: use status, remove, add, swap, storm or aer (see hpslot --help)");
+		return errf(err, len, "no command given: use status, remove, add, swap, storm, aer or absent (see hpslot --help)");
 	if (k >= npos)
 		return errf(err, len, "%s: no DOMAIN given", hp_cmd_name(a->cmd));
 	a->domain = pos[k++];
@@ -738,6 +777,8 @@ int hp_parse_args(int argc, char **argv, struct hp_args *a, char *err, size_t le
 			return errf(err, len, "%s: --settle belongs to `hpslot swap` and `hpslot storm`", cmd);
 		if (stray & G_AER)
 			return errf(err, len, "%s: --error and --correctable belong to `hpslot aer`", cmd);
+		if (stray & G_ABSENT)
+			return errf(err, len, "%s: --reset belongs to `hpslot absent`", cmd);
 	} else if (stray) {
 		int bit = __builtin_ctz((unsigned)stray);
 		return errf(err, len, "%s: option %.*s does not go with `hpslot %s` (see hpslot help %s)", cmd,
@@ -762,7 +803,7 @@ int hp_parse_args(int argc, char **argv, struct hp_args *a, char *err, size_t le
 			return errf(err, len, "--wait-guest goes with remove --surprise (an orderly removal "
 				    "ends when the guest is done)");
 	}
-	if (a->cmd != HP_CMD_STATUS && a->nslots == 0)
+	if (a->cmd != HP_CMD_STATUS && a->cmd != HP_CMD_ABSENT && a->nslots == 0)
 		return errf(err, len, "%s: no SLOT given", cmd);
 	if (a->cmd == HP_CMD_ADD && (a->serial || a->node) && a->nslots != 1)
 		return errf(err, len, "add: --serial and --node name one drive: give exactly one SLOT");

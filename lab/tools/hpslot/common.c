@@ -493,15 +493,21 @@ int hp_prepare(struct hp_args *a, struct hp_out *o, struct hp_ctx **hp, struct h
 	 * another hpslot's pause of a few ms is not taken for a paused domain.
 	 * No lock, no action. A domain left paused by a killed hpslot is
 	 * resumed first (its pause line in the lock file says so). */
+	/* `hpslot absent` only reads and zeroes QEMU's counters: it never
+	 * pauses, so it neither waits for the lock nor resumes anything. */
+	bool locks = a->cmd != HP_CMD_ABSENT;
+	int rrc = 0;
 	hp_lock_set_cmd(hp_cmd_name(a->cmd));
-	if (hp_lock(*hp, err, sizeof(err))) {
+	if (locks && hp_lock(*hp, err, sizeof(err))) {
 		hp_fail(o, "%s; nothing changed", err);
 		return HP_EXIT_FAILED;
 	}
-	int rrc = lock_recover(*hp, o);
+	if (locks)
+		rrc = lock_recover(*hp, o);
 	const char *st = hp_domain_state(*hp, &running);
 	bool qrun = hp_qemu_running(*hp, qstatus, sizeof(qstatus));
-	hp_unlock();
+	if (locks)
+		hp_unlock();
 	if (rrc)
 		return rrc;
 	json_object_object_add(o->root, "state", json_object_new_string(st));

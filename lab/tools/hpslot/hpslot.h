@@ -144,6 +144,18 @@ bool hp_valid_aer_error(const char *s);
 const char *hp_prop_invalid(const char *kv);
 struct json_object *hp_prop_value(const char *value);
 
+/* ---- reads that reached nothing below a slot (regs.c; pure) ---------- */
+/* The fidelity QEMU's slot property x-absent-read-pcs (qemu/patches/0009):
+ * "0x<pc>:<count>,...[,other:<count>]", "" when empty. */
+#define HP_ABSENT_PCS_MAX 64
+struct hp_absent_pc {
+	char pc[24];		/* "0x..." (guest pc, lowercase hex) or "other" */
+	long long count;
+};
+/* Parse it into out[]; the number of entries, or -1 when it is not that
+ * format (or has more than max entries). */
+int hp_parse_absent_pcs(const char *s, struct hp_absent_pc *out, int max);
+
 /* ---- the guest's PCI tree from query-pci (pcitree.c; pure) ------------ */
 /* KEY of O as an integer; DFLT when it is absent or not a number */
 long long hp_jint(struct json_object *o, const char *key, long long dflt);
@@ -168,9 +180,12 @@ int hp_pci_root(const struct hp_pcidev *d, int n, int i);
 void hp_bdf(int bus, int dev, int fn, char *buf, size_t len);
 
 /* ---- command line (args.c) -------------------------------------------- */
-enum hp_cmd { HP_CMD_NONE, HP_CMD_STATUS, HP_CMD_REMOVE, HP_CMD_ADD, HP_CMD_SWAP, HP_CMD_STORM, HP_CMD_AER };
+enum hp_cmd {
+	HP_CMD_NONE, HP_CMD_STATUS, HP_CMD_REMOVE, HP_CMD_ADD, HP_CMD_SWAP, HP_CMD_STORM, HP_CMD_AER,
+	HP_CMD_ABSENT
+};
 #define HP_CMD_FIRST HP_CMD_STATUS
-#define HP_CMD_LAST HP_CMD_AER
+#define HP_CMD_LAST HP_CMD_ABSENT
 enum hp_mode { HP_MODE_NONE, HP_MODE_ORDERLY, HP_MODE_SURPRISE };
 
 struct hp_slotspec {
@@ -219,6 +234,8 @@ struct hp_args {
 	/* aer */
 	const char *aer_error;	/* QEMU's error name (COMP_TIME, SDN...) or 0xSTATUS */
 	bool aer_correctable;
+	/* absent */
+	bool absent_reset;	/* --reset: zero the count after reading it */
 };
 
 #define HP_SWAP_SETTLE_DEFAULT 5.0
@@ -452,6 +469,7 @@ int cmd_add(struct hp_args *a, struct hp_out *o);
 int cmd_swap(struct hp_args *a, struct hp_out *o);
 int cmd_storm(struct hp_args *a, struct hp_out *o);
 int cmd_aer(struct hp_args *a, struct hp_out *o);
+int cmd_absent(struct hp_args *a, struct hp_out *o);
 
 /* The commands' work on an open domain and loaded topology (ports[i] is
  * the port of a->slots[i]); used by swap and storm with sub-arguments.

@@ -21,7 +21,7 @@ int main(int argc, char **argv)
 			puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
 			json_object_put(o);
 		} else {
-			fprintf(stderr, "usage: hpslot [-c URI] [--json] status|remove|add|swap|storm|aer ... (hpslot --help)\n");
+			fprintf(stderr, "usage: hpslot [-c URI] [--json] status|remove|add|swap|storm|aer|absent ... (hpslot --help)\n");
 		}
 		return HP_EXIT_USAGE;
 	}
@@ -42,6 +42,7 @@ int main(int argc, char **argv)
 	case HP_CMD_SWAP: rc = cmd_swap(&a, &o); break;
 	case HP_CMD_STORM: rc = cmd_storm(&a, &o); break;
 	case HP_CMD_AER: rc = cmd_aer(&a, &o); break;
+	case HP_CMD_ABSENT: rc = cmd_absent(&a, &o); break;
 	default: rc = HP_EXIT_USAGE;
 	}
 	json_object_object_add(o.root, "ok", json_object_new_boolean(rc == 0));

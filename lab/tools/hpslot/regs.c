@@ -515,3 +515,51 @@ int hp_xml_serial_prefix(const char *xml, char *out, size_t len)
 	each_qemu_arg(xml, prefix_cb, &c);
 	return c.found ? 0 : -1;
 }
+
+/* ---- x-absent-read-pcs ------------------------------------------------ */
+
+int hp_parse_absent_pcs(const char *s, struct hp_absent_pc *out, int max)
+{
+	int n = 0;
+	bool other = false;
+
+	if (!s)
+		return -1;
+	if (!*s)
+		return 0;
+	for (const char *p = s;;) {
+		const char *colon = strchr(p, ':');
+		const char *end = strchr(p, ',');
+		if (!end)
+			end = p + strlen(p);
+		if (!colon || colon > end || n >= max || other)
+			return -1;
+		size_t kl = (size_t)(colon - p), hl = kl - 2;
+		if (kl == 5 && !strncmp(p, "other", 5)) {
+			other = true;
+		} else if (kl > 2 && hl <= 16 && p[0] == '0' && p[1] == 'x' &&
+			   strspn(p + 2, "0123456789abcdef") >= hl) {
+			/* a guest pc as QEMU prints it: lowercase, no leading zeros */
+			if (hl > 1 && p[2] == '0')
+				return -1;
+		} else {
+			return -1;
+		}
+		size_t vl = (size_t)(end - colon - 1);
+		if (!vl || vl > 19 || strspn(colon + 1, "0123456789") < vl)
+			return -1;
+		long long c = 0;
+		for (size_t i = 0; i < vl; i++) {
+			int d = colon[1 + i] - '0';
+			if (c > (0x7fffffffffffffffLL - d) / 10)
+				return -1;
+			c = c * 10 + d;
+		}
+		snprintf(out[n].pc, sizeof(out[n].pc), "%.*s", (int)kl, p);
+		out[n].count = c;
+		n++;
+		if (!*end)
+			return n;
+		p = end + 1;
+	}
+}

@@ -275,6 +275,28 @@ void test_args(void)
 	CHECK(hp_valid_aer_error("SDN") && hp_valid_aer_error("0xFFFF") && !hp_valid_aer_error("0x123456789"));
 	CHECK(!hp_valid_aer_error("") && !hp_valid_aer_error("_X") && !hp_valid_aer_error("SDN "));
 
+	/* absent: SLOTs optional (all ports), --reset its only option */
+	OK("absent", "dom");
+	CHECK(a.cmd == HP_CMD_ABSENT && a.nslots == 0 && !a.absent_reset);
+	CHECK_STR(hp_cmd_name(HP_CMD_ABSENT), "absent");
+	OK("--json", "absent", "dom", "1", "pci.2", "--reset");
+	CHECK(a.json && a.absent_reset && a.nslots == 2 && a.slots[0].slot == 1);
+	CHECK_STR(a.slots[1].port, "pci.2");
+	OK("absent", "--reset", "dom");
+	CHECK(a.absent_reset && a.nslots == 0);
+	BAD("absent: no DOMAIN", "absent");
+	BAD("named twice", "absent", "dom", "1", "1");
+	BAD("is not a slot", "absent", "dom", "one");
+	BAD("option --surprise does not go with `hpslot absent`", "absent", "--surprise", "dom");
+	BAD("option --seed does not go with `hpslot absent`", "absent", "dom", "--seed", "1");
+	BAD("status: --reset belongs to `hpslot absent`", "status", "dom", "--reset");
+	BAD("remove: --reset belongs to `hpslot absent`", "remove", "--surprise", "dom", "3", "--reset");
+	BAD("option --reset does not go with `hpslot aer`", "aer", "--error", "SDN", "dom", "3", "--reset");
+	BAD("unknown option '--reset=1'", "absent", "dom", "--reset=1");
+	BAD("storm, aer or absent", "frobnicate", "dom");
+	OK("help", "absent");
+	CHECK(a.help && a.cmd == HP_CMD_ABSENT);
+
 	/* help for the new commands */
 	OK("help", "swap");
 	CHECK(a.help && a.cmd == HP_CMD_SWAP);

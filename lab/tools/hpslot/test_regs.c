@@ -4,8 +4,11 @@
 
 #include <stdlib.h>
 
+static void test_absent_pcs(void);
+
 void test_regs(void)
 {
+	test_absent_pcs();
 	/* 0xCF8 config address: 0x80000000 | bus<<16 | dev<<11 | fn<<8 | reg&0xfc */
 	CHECK_EQ(hp_cf8_address(0, 3, 0, 0x6c), 0x8000186c);
 	CHECK_EQ(hp_cf8_address(0, 2, 0, 0x6c), 0x8000106c);
@@ -88,6 +91,40 @@ void test_regs(void)
 	CHECK_EQ(0x54 + EXP_SLTCTL, 0x6c);
 	CHECK_EQ(0x54 + EXP_SLTSTA, 0x6e);
 	CHECK_EQ(SLTCAP_PSN(0x00580060u), 11);
+}
+
+static void test_absent_pcs(void)
+{
+	struct hp_absent_pc pc[HP_ABSENT_PCS_MAX];
+
+	CHECK_EQ(hp_parse_absent_pcs("", pc, HP_ABSENT_PCS_MAX), 0);
+	CHECK_EQ(hp_parse_absent_pcs("0xffffffff8152a1b4:4", pc, HP_ABSENT_PCS_MAX), 1);
+	CHECK_STR(pc[0].pc, "0xffffffff8152a1b4");
+	CHECK_EQ(pc[0].count, 4);
+	CHECK_EQ(hp_parse_absent_pcs("0xff024:3,0x0:2,other:9", pc, HP_ABSENT_PCS_MAX), 3);
+	CHECK_STR(pc[0].pc, "0xff024");
+	CHECK_STR(pc[1].pc, "0x0");
+	CHECK_EQ(pc[1].count, 2);
+	CHECK_STR(pc[2].pc, "other");
+	CHECK_EQ(pc[2].count, 9);
+	CHECK_EQ(hp_parse_absent_pcs("0x1:9223372036854775807", pc, HP_ABSENT_PCS_MAX), 1);
+	CHECK_EQ(pc[0].count, 9223372036854775807LL);
+	/* not QEMU's format */
+	CHECK_EQ(hp_parse_absent_pcs(NULL, pc, HP_ABSENT_PCS_MAX), -1);
+	CHECK_EQ(hp_parse_absent_pcs("0x1", pc, HP_ABSENT_PCS_MAX), -1);
+	CHECK_EQ(hp_parse_absent_pcs("0x1:", pc, HP_ABSENT_PCS_MAX), -1);
+	CHECK_EQ(hp_parse_absent_pcs(":3", pc, HP_ABSENT_PCS_MAX), -1);
+	CHECK_EQ(hp_parse_absent_pcs("0x:3", pc, HP_ABSENT_PCS_MAX), -1);
+	CHECK_EQ(hp_parse_absent_pcs("0xFF:3", pc, HP_ABSENT_PCS_MAX), -1);
+	CHECK_EQ(hp_parse_absent_pcs("0x0ff:3", pc, HP_ABSENT_PCS_MAX), -1);
+	CHECK_EQ(hp_parse_absent_pcs("ff:3", pc, HP_ABSENT_PCS_MAX), -1);
+	CHECK_EQ(hp_parse_absent_pcs("0x1:3,", pc, HP_ABSENT_PCS_MAX), -1);
+	CHECK_EQ(hp_parse_absent_pcs("0x1:-3", pc, HP_ABSENT_PCS_MAX), -1);
+	CHECK_EQ(hp_parse_absent_pcs("0x1:3x", pc, HP_ABSENT_PCS_MAX), -1);
+	CHECK_EQ(hp_parse_absent_pcs("0x1:99999999999999999999", pc, HP_ABSENT_PCS_MAX), -1);
+	CHECK_EQ(hp_parse_absent_pcs("0x12345678901234567:1", pc, HP_ABSENT_PCS_MAX), -1);
+	CHECK_EQ(hp_parse_absent_pcs("other:1,0x1:3", pc, HP_ABSENT_PCS_MAX), -1);
+	CHECK_EQ(hp_parse_absent_pcs("0x1:1,0x2:1,0x3:1", pc, 2), -1);
 }
 
 void test_text(void)
