@@ -124,9 +124,25 @@ def test_an_expected_failure_matches_its_kind_only():
         lab_results.lab_apply_expected([rec], [{"scenario": "storm", "match": "x", "reason": "r"}])
 
 
+def test_the_debug_variant_expects_what_patched_expects():
+    """The debug kernel is the patched tree with checks turned on:
+    kernel/expected-failures/debug.yml is patched.yml (a symlink), so the two
+    never drift apart; a failure only the checks find is a new failure."""
+    import yaml
+    debug = REPO / "kernel/expected-failures/debug.yml"
+    assert debug.is_symlink() and debug.resolve() == (REPO / "kernel/expected-failures/patched.yml").resolve()
+    patched = yaml.safe_load(debug.read_text()) or []
+    rec = {"name": "jbof-yank", "variant": "debug", "status": "fail",
+           "findings": [{"kind": "pciehp-state", "line": "pcieport 0000:05:01.0: pciehp: Timeout on hotplug "
+                                                          "command 0x0000 (issued 1016 msec ago)"}]}
+    stock = yaml.safe_load((REPO / "kernel/expected-failures/stock.yml").read_text())
+    (r,) = lab_results.lab_apply_expected([rec], {"debug": patched, "stock": stock})
+    assert r["status"] == "fail", "stock's known failure is no known failure of the patched tree"
+
+
 def test_every_expected_failure_names_a_kind_and_jbof_concurrent_only_its_teardown_commands():
     import yaml
-    for variant in ("stock", "patched", "distro"):
+    for variant in ("stock", "patched", "distro", "debug"):
         for e in yaml.safe_load((REPO / f"kernel/expected-failures/{variant}.yml").read_text()) or []:
             assert e.get("kind") and e.get("match") and e.get("reason"), (variant, e)
     stock = yaml.safe_load((REPO / "kernel/expected-failures/stock.yml").read_text())

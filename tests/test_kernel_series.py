@@ -128,3 +128,64 @@ def test_checkpatch_strict(pristine, name):
     assert not unjustified, (
         f"checkpatch --strict findings in {name} not listed as kept in kernel/README.md:\n"
         + r.stdout)
+
+
+# --- the debug variant (kernel/config/debug.config, kernel-build --variant debug)
+
+DEBUG_CONFIG = REPO / "kernel/config/debug.config"
+KERNEL_BUILD = REPO / "lab/tools/kernel-build"
+
+
+def config_lines(path):
+    """{option: line} of a fragment's CONFIG_X=... and '# CONFIG_X is not set' lines."""
+    out = {}
+    for line in path.read_text().splitlines():
+        m = re.match(r"^(CONFIG_[A-Z0-9_]+)=", line) or re.match(r"^# (CONFIG_[A-Z0-9_]+) is not set$", line)
+        if m:
+            out[m.group(1)] = line
+        else:
+            assert line.startswith("#") or not line.strip(), f"{path.name}: not an option or comment: {line!r}"
+    return out
+
+
+def test_debug_fragment_asks_for_the_checks_and_leaves_lab_config_alone():
+    """debug.config turns on what the debug variant is for, and sets no
+    option lab.config sets: kernel-build checks both after olddefconfig, and
+    an override would fail lab.config's own check."""
+    debug = config_lines(DEBUG_CONFIG)
+    for opt in ("CONFIG_PROVE_LOCKING=y", "CONFIG_DEBUG_ATOMIC_SLEEP=y", "CONFIG_KASAN=y",
+                "CONFIG_KASAN_GENERIC=y", "CONFIG_LOCK_STAT=y"):
+        assert debug.get(opt.split("=")[0]) == opt, opt
+    assert not set(debug) & set(config_lines(REPO / "kernel/config/lab.config"))
+
+
+def key_of(script, variant):
+    r = subprocess.run([str(script), "--variant", variant, "--repo", str(REPO), "--key-only"],
+                       text=True, capture_output=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    return pathlib.Path(r.stdout.strip()).name
+
+
+def test_debug_variant_has_its_own_key_and_leaves_stock_and_patched_keys(tmp_path):
+    """kernel-build hashes itself into every key; the debug variant's lines
+    sit between '# >>> debug variant' / '# <<< debug variant' markers that
+    the stock and patched keys leave out, so adding or changing them keeps
+    those builds. A change anywhere else changes every key; the debug key
+    changes with its own lines too."""
+    if tree_version() is None or not TARBALL.is_file():
+        pytest.skip("linux-source-6.1 is not installed (kernel-build --key-only needs its version)")
+    keys = {v: key_of(KERNEL_BUILD, v) for v in ("stock", "patched", "debug")}
+    assert [k.split("-")[0] for k in keys.values()] == ["stock", "patched", "debug"]
+    assert len({k.split("-")[1] for k in keys.values()}) == 3
+    text = KERNEL_BUILD.read_text()
+    assert text.count("# >>> debug variant\n") == text.count("# <<< debug variant\n") >= 5
+
+    inside = tmp_path / "inside"
+    inside.write_text(text.replace("debug) ;;\n", "debug) : ;;\n", 1))
+    outside = tmp_path / "outside"
+    outside.write_text(text.replace("set -euo pipefail\n", "set -euo pipefail\n:\n", 1))
+    for script in (inside, outside):
+        script.chmod(0o755)
+    assert {v: key_of(inside, v) for v in ("stock", "patched")} == {v: keys[v] for v in ("stock", "patched")}
+    assert key_of(inside, "debug") != keys["debug"]
+    assert all(key_of(outside, v) != keys[v] for v in keys)

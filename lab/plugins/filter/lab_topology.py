@@ -10,7 +10,8 @@ import re
 
 from ansible.errors import AnsibleFilterError
 
-KERNEL_VARIANTS = ("patched", "stock", "distro")
+# debug: the patched tree with lockdep, lock statistics and KASAN (kernel/config/debug.config)
+KERNEL_VARIANTS = ("patched", "stock", "distro", "debug")
 PLATFORMS = ("stock", "fidelity")
 # ACPI firmware of the root ports: plain is QEMU's own DSDT; thunderbolt adds
 # an SSDT (domains/acpi/thunderbolt-port.asl.j2) to the slots it names.
