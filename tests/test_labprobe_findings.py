@@ -86,6 +86,7 @@ REAL = [
     ("lockdep", "WARNING: chain_key collision"),
     ("lockdep", "WARNING: bad contention detected!"),
     ("lockdep", "[ BUG: Invalid wait context ]"),
+    ("lockdep", "INFO: trying to register non-static key."),
     ("sleep-in-atomic", "BUG: sleeping function called from invalid context at kernel/locking/mutex.c:580"),
     ("sleep-in-atomic", "BUG: scheduling while atomic: irq/24-pciehp/123/0x00000002"),
     ("kasan", "BUG: KASAN: slab-out-of-bounds in pcie_do_write_cmd+0x5e/0x1d0"),
@@ -376,3 +377,141 @@ def test_every_pattern_has_a_real_line():
     assert not untested, untested
     for kind, line in KIN:
         assert not any(rx.match(line) for needle, k, rx in table), line
+
+
+# --- the debug variant's checks (kernel/config/debug.config) -------------------
+# Each report as Linux 6.1 prints it, record by record (kernel/locking/lockdep.c:
+# print_circular_bug_header, print_deadlock_bug, print_usage_bug,
+# print_irq_inversion_bug, print_lock_invalid_wait_context,
+# print_unlock_imbalance_bug, lockdep_rcu_suspicious, assign_lock_key;
+# kernel/sched/core.c: __might_resched, __schedule_bug; mm/kasan/report.c),
+# with the lab's own locks and functions filled in. Each is one finding of
+# its kind, on its header; the report's other lines -- the same words
+# (locks, "usage", "atomic", "KASAN", "DEADLOCK"), none of them a report of
+# its own -- are no finding, alone or together.
+
+IDENT = "6.1.192-lab-debug #1 Not tainted"
+CPU_LINE = "CPU: 1 PID: 123 Comm: irq/24-pciehp Not tainted 6.1.192-lab-debug #1"
+RESCAN_LOCK = "ffffffff82a4b2c8 (pci_rescan_remove_lock){+.+.}-{3:3}, at: "
+
+DEBUG_REPORTS = {
+    "circular": ("lockdep", "WARNING: possible circular locking dependency detected", [
+        "", "======================================================", None, IDENT,
+        "------------------------------------------------------",
+        "irq/24-pciehp/123 is trying to acquire lock:",
+        "ffff888003a1c1d8 (&ctrl->reset_lock){++++}-{3:3}, at: pciehp_ist+0x9c/0x2a0", "",
+        "but task is already holding lock:", RESCAN_LOCK + "pciehp_unconfigure_device+0x2e/0x150", "",
+        "which lock already depends on the new lock.", "", "the existing dependency chain (in reverse order) is:",
+        "-> #1 (pci_rescan_remove_lock){+.+.}-{3:3}:", "       __mutex_lock+0x8a/0x8f0",
+        "other info that might help us debug this:", " Possible unsafe locking scenario:",
+        "  lock(pci_rescan_remove_lock);", "", " *** DEADLOCK ***", "",
+        "2 locks held by irq/24-pciehp/123:", "stack backtrace:", CPU_LINE, "Call Trace:"]),
+    "recursive": ("lockdep", "WARNING: possible recursive locking detected", [
+        "", "============================================", None, IDENT,
+        "--------------------------------------------", "kworker/u4:3/77 is trying to acquire lock:",
+        RESCAN_LOCK + "pci_stop_and_remove_bus_device_locked+0x15/0x30", "", "but task is already holding lock:",
+        RESCAN_LOCK + "rescan_store+0x4e/0x90", "", "other info that might help us debug this:",
+        " Possible unsafe locking scenario:", "       CPU0", "       ----", "  lock(pci_rescan_remove_lock);",
+        "  lock(pci_rescan_remove_lock);", "", " *** DEADLOCK ***", "",
+        " May be due to missing lock nesting notation", "", "4 locks held by kworker/u4:3/77:",
+        "stack backtrace:"]),
+    "inconsistent": ("lockdep", "WARNING: inconsistent lock state", [
+        "", "================================", None, IDENT, "--------------------------------",
+        "inconsistent {HARDIRQ-ON-W} -> {IN-HARDIRQ-W} usage.",
+        "swapper/0/0 [HC1[1]:SC0[0]:HE0:SE1] takes:",
+        "ffff888003a1c1d8 (&ctrl->lock){?.+.}-{2:2}, at: pciehp_isr+0x5a/0x240",
+        "{HARDIRQ-ON-W} state was registered at:", "irq event stamp: 12345",
+        "hardirqs last  enabled at (12344): [<ffffffff81a4c2b1>] _raw_spin_unlock_irq+0x1f/0x40",
+        "other info that might help us debug this:", " Possible unsafe locking scenario:", "",
+        " *** DEADLOCK ***", "", "no locks held by swapper/0/0.", "stack backtrace:"]),
+    "irq-inversion": ("lockdep", "WARNING: possible irq lock inversion dependency detected", [
+        "", "========================================================", None, IDENT,
+        "--------------------------------------------------------",
+        "irq/24-pciehp/123 just changed the state of lock:",
+        "ffff888003a1c1d8 (&ctrl->lock){-...}-{2:2}, at: pciehp_isr+0x5a/0x240",
+        "but this lock took another, HARDIRQ-unsafe lock in the past:", " (&dev->mutex){+.+.}-{3:3}", "",
+        "", "and interrupts could create inverse lock ordering between them.", "",
+        "other info that might help us debug this:", " *** DEADLOCK ***", "stack backtrace:"]),
+    "wait-context": ("lockdep", "[ BUG: Invalid wait context ]", [
+        "", "=============================", None, IDENT, "-----------------------------",
+        "irq/24-pciehp/123 is trying to lock:", RESCAN_LOCK + "pciehp_unconfigure_device+0x2e/0x150",
+        "other info that might help us debug this:", "context-{4:4}", "1 lock held by irq/24-pciehp/123:",
+        "stack backtrace:", CPU_LINE]),
+    "unlock-balance": ("lockdep", "WARNING: bad unlock balance detected!", [
+        "", "=====================================", None, IDENT, "-------------------------------------",
+        "irq/24-pciehp/123 is trying to release lock (pci_rescan_remove_lock) at:",
+        "[<ffffffff8156a2c3>] pci_unlock_rescan_remove+0x13/0x20", "but there are no more locks to release!",
+        "", "other info that might help us debug this:", "no locks held by irq/24-pciehp/123.",
+        "stack backtrace:"]),
+    "rcu": ("lockdep", "WARNING: suspicious RCU usage", [
+        "", "=============================", None, IDENT, "-----------------------------",
+        "drivers/pci/hotplug/pciehp_core.c:312 suspicious rcu_dereference_check() usage!", "",
+        "other info that might help us debug this:", "", "", "rcu_scheduler_active = 2, debug_locks = 1",
+        "1 lock held by irq/24-pciehp/123:", "stack backtrace:"]),
+    "non-static-key": ("lockdep", "INFO: trying to register non-static key.", [
+        None, "The code is fine but needs lockdep annotation, or maybe",
+        "you didn't initialize this object before use?", "turning off the locking correctness validator.",
+        CPU_LINE, "Call Trace:"]),
+    "might-sleep": ("sleep-in-atomic",
+                    "BUG: sleeping function called from invalid context at kernel/locking/mutex.c:580", [
+        None, "in_atomic(): 1, irqs_disabled(): 1, non_block: 0, pid: 123, name: irq/24-pciehp",
+        "preempt_count: 1, expected: 0", "RCU nest depth: 0, expected: 0",
+        "1 lock held by irq/24-pciehp/123:", "irq event stamp: 12345", "Preemption disabled at:",
+        "[<ffffffff81a4c2b1>] pciehp_isr+0x5a/0x240", CPU_LINE, "Call Trace:"]),
+    "scheduling-while-atomic": ("sleep-in-atomic", "BUG: scheduling while atomic: irq/24-pciehp/123/0x00000002", [
+        None, "2 locks held by irq/24-pciehp/123:", "Modules linked in:", "Preemption disabled at:",
+        "[<ffffffff81a4c2b1>] pciehp_isr+0x5a/0x240", CPU_LINE, "Call Trace:"]),
+    "kasan": ("kasan", "BUG: KASAN: use-after-free in pci_dev_set_disconnected+0x1c/0x60", [
+        "==================================================================", None,
+        "Read of size 4 at addr ffff888004a1c0d8 by task irq/24-pciehp/123", "", CPU_LINE, "Call Trace:",
+        " <TASK>", " dump_stack_lvl+0x5b/0x77", " kasan_report+0xb6/0xe0", " </TASK>", "",
+        "Allocated by task 1:", " kasan_save_stack+0x1e/0x40", "", "Freed by task 77:",
+        "The buggy address belongs to the object at ffff888004a1c000",
+        " which belongs to the cache kmalloc-4k of size 4096",
+        "The buggy address is located 216 bytes inside of", "Memory state around the buggy address:",
+        " ffff888004a1bf80: fc fc fc fc fc fc fc fc fc fc fc fc fc fc fc fc",
+        ">ffff888004a1c080: fb fb fb fb fb fb fb fb fb fb fb fb fb fb fb fb",
+        "                                                    ^",
+        "==================================================================",
+        "Disabling lock debugging due to kernel taint"]),
+}
+
+
+def debug_report(name):
+    kind, header, lines = DEBUG_REPORTS[name]
+    return kind, header, [header if line is None else line for line in lines]
+
+
+@pytest.mark.parametrize("name", DEBUG_REPORTS)
+def test_debug_kernel_report_is_one_finding_of_its_kind(labprobe, tmp_path, name):
+    kind, header, lines = debug_report(name)
+    assert header in lines
+    rc, rep = findings(labprobe, tmp_path, log(*BOOT, *lines, AFTER), "--context", "0")
+    assert rc == 1, rep
+    assert [(f["kind"], f["line"]) for f in rep["findings"]] == [(kind, header)], rep["findings"]
+
+
+@pytest.mark.parametrize("name", DEBUG_REPORTS)
+def test_debug_kernel_report_without_its_header_is_no_finding(labprobe, tmp_path, name):
+    """The lines of the report around its header, and the header's words in
+    a line user space wrote to the log, are no finding."""
+    kind, header, lines = debug_report(name)
+    rest = [line for line in lines if line != header]
+    rc, rep = findings(labprobe, tmp_path, log(*BOOT, *rest, "labprobe: " + header, AFTER))
+    assert rc == 0 and rep["findings"] == [], rep["findings"]
+
+
+def test_every_debug_check_has_its_report():
+    """The reports the debug kernel adds (lockdep, sleep-in-atomic, KASAN)
+    each have a whole report above, whose header findings.c's table gives
+    its kind first (not a catch-all's "bug" or "warning")."""
+    table = [(needle_regex(needle), kind) for needle, kind in c_patterns()]
+    headers = {}
+    for name in DEBUG_REPORTS:
+        kind, header, _ = debug_report(name)
+        assert next(k for rx, k in table if rx.match(header)) == kind, header
+        headers[header] = kind
+    for want in ("circular locking", "recursive locking", "inconsistent lock state", "Invalid wait context",
+                 "suspicious RCU usage", "sleeping function called from invalid context", "BUG: KASAN:",
+                 "irq lock inversion", "bad unlock balance", "scheduling while atomic"):
+        assert any(want in h for h in headers), want

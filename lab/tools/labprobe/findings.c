@@ -40,6 +40,8 @@ static const struct {
 	{ "^WARNING: chain_key collision", "lockdep" },
 	{ "^WARNING: bad contention detected!", "lockdep" },
 	{ "^[ BUG: Invalid wait context ]", "lockdep" },
+	/* a lock used before it was initialised: lockdep turns itself off */
+	{ "^INFO: trying to register non-static key.", "lockdep" },
 	/* sleeping in atomic context (kernel/sched/core.c) */
 	{ "^BUG: sleeping function called from invalid context at ", "sleep-in-atomic" },
 	{ "^BUG: scheduling while atomic: ", "sleep-in-atomic" },
