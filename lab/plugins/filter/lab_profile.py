@@ -219,7 +219,7 @@ def lab_profile_check(values, names, extra, known_scenarios, schema=None):
             continue
         for other, want in needs.items():
             if out[other] != want:
-                raise AnsibleFilterError(f"profile field {n}={_show(_plain(out[n]))} needs {other}={want}: "
+                raise AnsibleFilterError(f"profile field {n}={_show(_plain(out[n]))} needs {other}={_plain(want)}: "
                                          f"{spec.get('why', '')}")
     return out
 
@@ -311,7 +311,7 @@ def lab_profile_doc(schema):
                        .removesuffix("\n...").removesuffix(" ...").strip()) + "`"
         if default == "":
             shown = '`""`'
-        needs = ", ".join(f"`{k}={v}`" for k, v in spec.get("needs", {}).items())
+        needs = ", ".join(f"`{k}={_plain(v)}`" for k, v in spec.get("needs", {}).items())
         lines.append(f"| `{name}` | {spec['type']} | {cell(rng(spec))} | {cell(shown)} | {needs} | "
                      f"{cell(spec.get('help', ''))} |")
     lines += ["", "Variables of each hypervisor host (inventory group `hypervisors`):", "",

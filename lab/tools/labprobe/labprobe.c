@@ -18,6 +18,8 @@ static const struct {
 	{ "pme", cmd_pme, "--arm | --slots N,... [--wait-suspended S] [--expect-pmeie on|off] [--collect [--expect-pme-untouched]]" },
 	{ "dpc", cmd_dpc, "--arm | --slots N,... [--collect [--expect-contained K] [--expect-no-recovery]] [--since-seq SEQ]" },
 	{ "view", cmd_view, "--slots N,... [--since-seq SEQ] [--expect SLOT=SERIAL|SLOT=empty,...] [--timeout S] [--log [LINES]]" },
+	{ "rescan-loop", cmd_rescan_loop, "start [--interval-ms N] [--keep-lock-stat] | stop [--timeout S] [--class NAME]..." },
+	{ "lockstat", cmd_lockstat, "[--reset] [CLASS...]" },
 };
 
 static void usage(FILE *f)
@@ -27,7 +29,10 @@ static void usage(FILE *f)
 		   "1 when one failed (or the kernel log could not be read: \"error\"), 2 on bad arguments.\n"
 		   "LABPROBE_KMSG=FILE reads kernel log records from FILE instead of /dev/kmsg (tests).\n"
 		   "LABPROBE_TRACE=FILE: collect reads the trace from FILE and kprobe_profile from FILE.profile,\n"
-		   "and leaves tracefs alone (tests).\n\n");
+		   "and leaves tracefs alone (tests).\n"
+		   "rescan-loop and lockstat (tests): LABPROBE_RESCAN=FILE is written instead of /sys/bus/pci/rescan,\n"
+		   "LABPROBE_RESCAN_STATE=DIR holds the loop's state, LABPROBE_LOCK_STAT=FILE is read instead of\n"
+		   "/proc/lock_stat, LABPROBE_BOOT_ID=FILE instead of /proc/sys/kernel/random/boot_id.\n\n");
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
 		fprintf(f, "  labprobe %s %s\n", cmds[i].name, cmds[i].help);
 }
