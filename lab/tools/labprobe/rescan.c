@@ -431,6 +431,7 @@ static void __attribute__((noreturn)) rescan_loop(const char *live, struct json_
 		if (w < 0) {
 			err = errno;
 		} else {
+			errno = 0;
 			if (write(w, "1", 1) != 1)
 				err = errno ? errno : EIO;
 			if (close(w) && !err)
