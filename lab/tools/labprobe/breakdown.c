@@ -391,15 +391,6 @@ void breakdown_read_profile(const char *path)
 
 /* ---- collect: the report ---- */
 
-/* ms to the trace's microsecond, printed so */
-static struct json_object *ms3(double ms)
-{
-	char buf[32];
-
-	snprintf(buf, sizeof(buf), "%.3f", ms);
-	return json_object_new_double_s(strtod(buf, NULL), buf);
-}
-
 static struct json_object *ms(double s)
 {
 	return ms3(s * 1e3);

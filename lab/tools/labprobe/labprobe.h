@@ -41,6 +41,8 @@ void sleep_s(double s);	/* sleeps s seconds (s <= 0: not at all) */
 /* last path component of the symlink named by fmt; "" and false if none */
 bool link_base(char *out, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 double now_mono(void);	/* CLOCK_MONOTONIC in seconds */
+/* milliseconds as a JSON number to the microsecond, printed so */
+struct json_object *ms3(double ms);
 /* the first len bytes of a PCI function's config space (sysfs: reading it
  * resumes a device in D3cold); bytes read or -errno */
 ssize_t pci_config_read(const char *dev, void *buf, size_t len);

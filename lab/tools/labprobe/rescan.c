@@ -137,15 +137,6 @@ static double jdouble(struct json_object *o, const char *key, double dflt)
 	return json_object_object_get_ex(o, key, &v) && v ? json_object_get_double(v) : dflt;
 }
 
-/* milliseconds to 1 us, printed so */
-static struct json_object *ms3(double ms)
-{
-	char buf[32];
-
-	snprintf(buf, sizeof(buf), "%.3f", ms);
-	return json_object_new_double_s(strtod(buf, NULL), buf);
-}
-
 static const char *jstring(struct json_object *o, const char *key)
 {
 	struct json_object *v;

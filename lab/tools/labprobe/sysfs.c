@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -127,6 +128,14 @@ bool link_base(char *out, size_t len, const char *fmt, ...)
 	base = strrchr(target, '/');
 	scopy(out, len, base ? base + 1 : target);
 	return true;
+}
+
+struct json_object *ms3(double ms)
+{
+	char buf[32];
+
+	snprintf(buf, sizeof(buf), "%.3f", ms);
+	return json_object_new_double_s(strtod(buf, NULL), buf);
 }
 
 double now_mono(void)
