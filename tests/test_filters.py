@@ -84,6 +84,34 @@ def test_disconnect_metrics_compare_the_flag_settings():
     assert m["phases"]["10000"]["marked"]["8"]["last_gone_ms"]
 
 
+def test_disconnect_metrics_take_the_median_of_repeated_yanks():
+    """lab_disconnect_repeats: each size yanked several times, interleaved;
+    T(N) is the median, the phases and breakdown the median yank's, the
+    absent reads every yank's; a count missing from one yank is missing."""
+    def rep(ms, absent=0):
+        return {"ok": True, "absent": {"total": absent, "by_slot": {"1": absent}, "by_function":
+                                       {"f": absent} if absent else {}, "by_symbol": {}},
+                "steps": {"collect": {"last_gone_ms": ms, "slots": []}, "yank": {"paused_ms": 1}}}
+    runs = [1, 32, 1, 32, 1, 32]
+    reps = [rep(50), rep(300), rep(240, 2), rep(560), rep(46), rep(330)]
+    m = lab_results.lab_disconnect_metrics({"0": {"marked": reps}}, runs, "fidelity")
+    assert m["sizes"] == [1, 32] and m["yanks_per_size"] == {"1": 3, "32": 3}
+    assert m["T_ms"]["0"]["marked"] == {"1": 50, "32": 330}
+    assert m["T_runs_ms"]["0"]["marked"] == {"1": [50, 240, 46], "32": [300, 560, 330]}
+    assert m["median_yank"]["0"]["marked"] == {"1": 0, "32": 2}
+    assert m["phases"]["0"]["marked"]["32"]["last_gone_ms"]["max"] == 330
+    assert m["absent_reads"]["0"]["marked"]["1"] == {"total": 2, "by_slot": {"1": 2}, "by_function": {"f": 2},
+                                                     "by_symbol": {}, "yanks": 3}
+    # an even count: the lower median yank's breakdown, the mean of the two as T
+    m = lab_results.lab_disconnect_metrics({"0": {"marked": reps[:4]}}, runs[:4], "fidelity")
+    assert m["T_ms"]["0"]["marked"] == {"1": 145, "32": 430} and m["median_yank"]["0"]["marked"] == {"1": 0, "32": 0}
+    reps[2] = dict(reps[2], absent=None)
+    m = lab_results.lab_disconnect_metrics({"0": {"marked": reps}}, runs, "fidelity")
+    assert m["absent_reads"]["0"]["marked"]["1"] is None
+    with pytest.raises(AnsibleFilterError, match="5 reports for 6 yanks"):
+        lab_results.lab_disconnect_metrics({"0": {"marked": reps[:5]}}, runs, "fidelity")
+
+
 def test_scenario_list_may_be_a_comma_string():
     assert profile(lab_scenarios="smoke, storm")["lab_scenarios"] == ["smoke", "storm"]
 

@@ -213,30 +213,70 @@ def lab_scaling_metrics(reports, sizes):
             "clock": "guest CLOCK_MONOTONIC via tracefs (trace_clock=mono), 1 us resolution"}
 
 
-def lab_disconnect_metrics(passes, sizes, platform):
+def _sum_absent(counts):
+    """The absent-read counts (lab_absent_summary) of several yanks of one
+    size, added up: None when any yank's count is missing (a zero must have
+    been read)."""
+    if not counts or any(c is None for c in counts):
+        return None
+    out = {"total": 0, "by_slot": {}, "by_function": {}, "by_symbol": {}}
+    for c in counts:
+        out["total"] += c.get("total", 0)
+        for key in ("by_slot", "by_function", "by_symbol"):
+            for k, v in (c.get(key) or {}).items():
+                out[key][k] = out[key].get(k, 0) + v
+    out["yanks"] = len(counts)
+    return out
+
+
+def lab_disconnect_metrics(passes, runs, platform):
     """disconnect-flag: for each completion timeout (us; "stock" on Debian's
     QEMU) and flag setting (marked: pciehp marks yanked devices
     disconnected; unmarked: pciehp.debug_keep_connected=Y), T(N) and the
     per-phase latencies, unmarked/marked per size, and where each removal's
-    teardowns spent their time (breakdown[timeout][flag][N])."""
-    out = {"platform": platform, "sizes": sizes, "T_ms": {}, "unmarked_over_marked": {}, "phases": {}}
+    teardowns spent their time (breakdown[timeout][flag][N]).
+    runs: the size of each bulk removal of a pass, in the order they ran
+    (each size lab_disconnect_repeats times, the sizes interleaved). T_ms
+    is the median of a size's yanks and T_runs_ms all of them in run order;
+    phases and breakdown are those of the median yank (the lower median of
+    an even count: a yank that happened, median_yank its index among the
+    size's yanks); absent_reads add up every yank of the size."""
+    sizes = list(dict.fromkeys(int(n) for n in runs))
+    out = {"platform": platform, "sizes": sizes, "yanks_per_size": {}, "T_ms": {}, "T_runs_ms": {},
+           "median_yank": {}, "unmarked_over_marked": {}, "phases": {}, "breakdown": {}, "absent_reads": {}}
     for timeout, flags in (passes or {}).items():
-        t, ph = {}, {}
         for flag, reports in flags.items():
-            t[flag] = lab_scaling_metrics(reports, sizes)["T_ms"]
-            ph[flag] = {str(n): lab_removal_metrics([r]) for n, r in zip(sizes, reports)}
-        out["T_ms"][timeout], out["phases"][timeout] = t, ph
-        # where each size's teardown spent its time (labprobe collect's breakdown)
-        out.setdefault("breakdown", {})[timeout] = {
-            flag: {str(n): lab_breakdown_metrics(r) for n, r in zip(sizes, reports)} for flag, reports in flags.items()}
-        # fidelity QEMU: reads that reached the removed drives, by function
-        out.setdefault("absent_reads", {})[timeout] = {
-            flag: {str(n): r.get("absent") for n, r in zip(sizes, reports)} for flag, reports in flags.items()}
+            if len(reports) != len(runs):
+                raise AnsibleFilterError(f"disconnect-flag {timeout}/{flag}: {len(reports)} reports "
+                                         f"for {len(runs)} yanks")
+            by_size = {}
+            for n, rep in zip(runs, reports):
+                by_size.setdefault(str(n), []).append(rep)
+            t, t_runs, pick, ph, bd, ab = {}, {}, {}, {}, {}, {}
+            for n, reps in by_size.items():
+                values = [((r.get("steps") or {}).get("collect") or {}).get("last_gone_ms") for r in reps]
+                t_runs[n] = values
+                known = sorted((v, i) for i, v in enumerate(values) if v is not None)
+                if known:
+                    i = known[(len(known) - 1) // 2][1]
+                    t[n] = round(statistics.median(v for v, _ in known), 3)
+                else:
+                    i, t[n] = 0, None
+                pick[n] = i
+                ph[n] = lab_removal_metrics([reps[i]])
+                bd[n] = lab_breakdown_metrics(reps[i])
+                ab[n] = _sum_absent([r.get("absent") for r in reps])
+                out["yanks_per_size"][n] = len(reps)
+            for key, value in (("T_ms", t), ("T_runs_ms", t_runs), ("median_yank", pick), ("phases", ph),
+                               ("breakdown", bd), ("absent_reads", ab)):
+                out[key].setdefault(timeout, {})[flag] = value
+        t = out["T_ms"].get(timeout) or {}
         marked, unmarked = t.get("marked") or {}, t.get("unmarked") or {}
         out["unmarked_over_marked"][timeout] = {
             n: (round(unmarked[n] / marked[n], 3) if marked.get(n) and unmarked.get(n) is not None else None)
             for n in marked}
     out["clock"] = "guest CLOCK_MONOTONIC via tracefs (trace_clock=mono), 1 us resolution"
+    out["note"] = "T_ms: median over a size's yanks (T_runs_ms); phases, breakdown: the median yank's"
     return out
 
 
@@ -250,7 +290,7 @@ UNMARKED_SYMPTOM_STEP = "collect failed (exit 1): kernel-log-clean"
 ABSENT_KIND = "absent-read"  # lab_absent.py's finding
 
 
-def lab_disconnect_judge(passes, sizes):
+def lab_disconnect_judge(passes, runs):
     """disconnect-flag's verdict over every pass: {"reports": [...],
     "unmarked_hung_tasks": {timeout: {N: count}}}. An unmarked pass runs
     pciehp with the debug switch whose cost the scenario measures: with long
@@ -258,11 +298,12 @@ def lab_disconnect_judge(passes, sizes):
     seconds and the other slots' IRQ threads wait on it, so hung-task
     warnings there (and the collect step failing on them alone) are the
     measured symptom, counted, not a failure. Any other finding, and any
-    finding of a marked pass, fails."""
+    finding of a marked pass, fails. runs: the size of each yank of a pass
+    in run order; the hung-task counts add up a size's yanks."""
     reports, hung = [], {}
     for timeout, flags in (passes or {}).items():
         for flag, reps in flags.items():
-            for n, r in zip(sizes, reps):
+            for n, r in zip(runs, reps):
                 if flag != "unmarked":
                     reports.append(r)
                     continue
@@ -275,7 +316,8 @@ def lab_disconnect_judge(passes, sizes):
                         and not (f.get("kind") == ABSENT_KIND and r.get("absent") is not None)]
                 if symptom:
                     rest = [f for f in rest if f.get("line") != UNMARKED_SYMPTOM_STEP]
-                hung.setdefault(str(timeout), {})[str(n)] = len(symptom)
+                per_size = hung.setdefault(str(timeout), {})
+                per_size[str(n)] = per_size.get(str(n), 0) + len(symptom)
                 # a step that failed for another reason left a finding of its own
                 reports.append(dict(r, ok=not rest, findings=rest))
     return {"reports": reports, "unmarked_hung_tasks": hung}
