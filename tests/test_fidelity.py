@@ -204,6 +204,20 @@ def test_patched_kernel_reads_no_removed_drive(fidelity_vm):
         assert it["total"] == 0, it
 
 
+def test_each_yank_records_what_the_guest_cpus_did(fidelity_vm):
+    # labprobe window.c: sched_switch, enabled in the guest by a trigger on
+    # the first pciehp interrupt, gives each CPU's time from that interrupt
+    # to the last drive gone; the pciehp IRQ threads must be in it
+    rec = {r["name"]: r for r in fidelity_vm.summary["scenarios"]}["bulk-surprise-removal"]
+    windows = rec["metrics"]["cpu_window"]
+    assert len(windows) == rec["iterations"] >= 1, rec["metrics"]
+    for w in windows:
+        assert w is not None, "no cpu_window: the trigger or the trace failed (collect's cpu_window_error)"
+        assert w["ncpus"] >= 1 and w["ms"] > 0 and w["switches"] > 0, w
+        assert w["busy_ms"] + w["idle_ms"] + w["unknown_ms"] == pytest.approx(w["ms"] * w["ncpus"], rel=1e-3), w
+        assert w["by_task"].get("irq/N-pciehp", 0) > 0, w
+
+
 def test_absent_reads_are_counted_and_named(fidelity_vm):
     # The gate's other side on the same VM: with pciehp.debug_keep_connected
     # the yanked drive is not marked, its driver's teardown reads it, and

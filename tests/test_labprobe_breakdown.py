@@ -92,7 +92,15 @@ def slot_teardown(comm, pid, bus, t, unbind_first=False):
     return out + (unbind + lock if unbind_first else lock + unbind) + structural
 
 
-def collect(labprobe, tmp_path, slots, trace, probes=None, threads=(), profile=None, gone=None):
+def switch(cpu, ts, prev, prev_pid, nxt, next_pid):
+    """A sched_switch line as tracefs prints it."""
+    return (f"{prev + '-' + str(prev_pid):>22} [{cpu:03d}] d..2. {ts:12.6f}: sched_switch: prev_comm={prev} "
+            f"prev_pid={prev_pid} prev_prio=120 prev_state=R ==> next_comm={nxt} next_pid={next_pid} "
+            f"next_prio=120\n")
+
+
+def collect(labprobe, tmp_path, slots, trace, probes=None, threads=(), profile=None, gone=None,
+            window=None):
     for s in slots:
         assert not any(d.startswith(f"0000:{s['bus']:02x}:") for d in os.listdir("/sys/bus/pci/devices")), \
             "the test's bus numbers exist on this host"
@@ -100,6 +108,8 @@ def collect(labprobe, tmp_path, slots, trace, probes=None, threads=(), profile=N
     placed.update(probes or {})
     state = {"slots": slots, "kmsg_seq": 0, "tracepoints": False, "probes": placed, "armed_at": 99.0,
              "breakdown": {"threads": list(threads)}}
+    if window is not None:
+        state["cpu_window"] = window
     (tmp_path / "state.json").write_text(json.dumps(state))
     (tmp_path / "trace").write_text("# tracer: nop\n#\n" + "".join(trace))
     if profile is not None:
@@ -206,3 +216,47 @@ def test_jbof_slots_share_the_root_ports_thread(labprobe, tmp_path):
     assert b1["unbind_in_lock"] is True and b1["lock_held_ms"] == approx(30)
     assert b1["structural_ms"] == b2["structural_ms"] == approx(30 - 10)
     assert rep["teardown_cpu_ms"] == approx(b1["cpu_ms"]) and b1["cpu_ms"] == b2["cpu_ms"] > 0
+
+
+def by_ts(trace):
+    return sorted(trace, key=lambda x: float(x.split("]")[1].split()[1].rstrip(":")))
+
+
+def test_cpu_window_of_a_yank(labprobe, tmp_path):
+    """What the guest's 2 CPUs did from the first pciehp interrupt (100.0 s)
+    to the last drive gone (pci_removed at 100.0205 s, 20.5 ms): CPU 0 ran
+    the IRQ thread (then idle from +20 ms), CPU 1 fio until +5 ms, a
+    kworker until +12 ms, then idle. A switch after the window closes each
+    CPU's last interval; switches before arm are no part of it."""
+    trace = [line("<idle>", 0, 100.0, "lp_isr", " irq=24")] + slot_teardown("irq/24-pciehp", 301, 0xe1, 100.001)
+    trace += [switch(0, 98.0, "swapper/0", 0, "fio", 812),                  # before arm
+              switch(0, 100.0200, "irq/24-pciehp", 301, "swapper/0", 0),
+              switch(0, 100.0300, "swapper/0", 0, "kworker/0:1", 50),       # after the window
+              switch(1, 100.0050, "fio", 812, "kworker/1:2", 51),
+              switch(1, 100.0120, "kworker/1:2", 51, "swapper/1", 0),
+              switch(1, 100.0400, "swapper/1", 0, "fio", 812)]
+    rep, _ = collect(labprobe, tmp_path, [slot("1", 0xe1, [24])], by_ts(trace),
+                     window={"trigger": "ok", "ncpus": 2})
+    w = rep["cpu_window"]
+    assert w["ms"] == approx(20.5) and w["ncpus"] == 2 and w["switches"] == 3
+    # CPU 0: the IRQ thread 20 ms, idle 0.5; CPU 1: fio 5, kworker 7, idle 8.5
+    assert w["by_task"] == {"irq/N-pciehp": approx(20), "kworker/N:N": approx(7), "fio": approx(5)}
+    assert w["busy_ms"] == approx(32) and w["idle_ms"] == approx(9) and w["unknown_ms"] == 0
+    assert w["busy_pct"] == approx(100 * 32 / 41)
+    assert "cpu_window_error" not in rep
+
+
+def test_cpu_window_is_null_when_it_cannot_be_trusted(labprobe, tmp_path):
+    """No trigger at arm, a trace that lost events, or a CPU that switched
+    nothing (its time unknown, never idle)."""
+    base = [line("<idle>", 0, 100.0, "lp_isr", " irq=24")] + slot_teardown("irq/24-pciehp", 301, 0xe1, 100.001)
+    rep, _ = collect(labprobe, tmp_path, [slot("1", 0xe1, [24])], base,
+                     window={"trigger": "could not be set", "ncpus": 2})
+    assert rep["cpu_window"] is None and "trigger" in rep["cpu_window_error"]
+    lost = by_ts(base + [switch(0, 100.002, "fio", 812, "swapper/0", 0)]) + ["CPU:1 [LOST 37 EVENTS]\n"]
+    rep, _ = collect(labprobe, tmp_path, [slot("1", 0xe1, [24])], lost, window={"trigger": "ok", "ncpus": 2})
+    assert rep["cpu_window"] is None and rep["cpu_window_error"] == "the trace lost events"
+    quiet = by_ts(base + [switch(0, 100.010, "fio", 812, "swapper/0", 0)])
+    rep, _ = collect(labprobe, tmp_path, [slot("1", 0xe1, [24])], quiet, window={"trigger": "ok", "ncpus": 2})
+    w = rep["cpu_window"]
+    assert w["unknown_ms"] == approx(20.5) and w["idle_ms"] == approx(10.5) and w["by_task"] == {"fio": approx(10)}

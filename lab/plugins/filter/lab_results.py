@@ -114,6 +114,8 @@ def lab_removal_metrics(reports):
         yank = (rep.get("steps") or {}).get("yank") or {}
         paused.append(yank.get("paused_ms"))
     metrics = {f"{p}_ms": _p50_max(v) for p, v in per_phase.items()}
+    # what the guest's CPUs did in each yank's window (labprobe window.c)
+    metrics["cpu_window"] = [((rep.get("steps") or {}).get("collect") or {}).get("cpu_window") for rep in reports]
     # every drive's figure, for the latency distribution plots (lab-report)
     metrics["samples_ms"] = {p: [round(x, 3) for x in v if x is not None] for p, v in per_phase.items()}
     # patched kernels: the series' pci_hotplug tracepoints next to the
@@ -168,7 +170,8 @@ def lab_breakdown_metrics(report):
     max over the yanked slots and how many slots had a value; the lock
     waits summed (each IRQ thread once: a JBOF's slots share their root
     port's); how many unbinds ran inside the lock; the teardown's CPU time
-    and its floor (CPU time / online CPUs). A part nobody measured (no
+    and its floor (CPU time / online CPUs); what every CPU did in the
+    window (cpu_window, labprobe window.c). A part nobody measured (no
     breakdown, a probe the kernel did not take) is null, never 0."""
     collect = ((report or {}).get("steps") or {}).get("collect") or {}
     slots = [s for s in collect.get("slots") or [] if s.get("expected_gone")]
@@ -192,7 +195,7 @@ def lab_breakdown_metrics(report):
         thread_calls = [((b.get("waits") or {}).get(fn) or {}).get("n") for b in per_thread.values()]
         thread_calls = [n for n in thread_calls if n is not None]
         out["waits"][fn]["calls"] = sum(thread_calls) if thread_calls else None
-    for key in ("teardown_cpu_ms", "cpu_floor_ms", "ncpus", "kprobe_missed"):
+    for key in ("teardown_cpu_ms", "cpu_floor_ms", "ncpus", "kprobe_missed", "cpu_window", "cpu_window_error"):
         out[key] = collect.get(key)
     out["note"] = ("ms, inclusive times of each yanked slot's pciehp IRQ thread (nested calls count in each); "
                    "median and max over the slots; lock_wait_ms.sum and waits.calls count each thread once")

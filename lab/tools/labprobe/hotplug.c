@@ -32,8 +32,10 @@
  * unbind in or outside it, the structural rest, the waits inside, the
  * IRQ thread's CPU time), and the top level teardown_cpu_ms, ncpus,
  * cpu_floor_ms, kprobe_missed and breakdown_note: breakdown.c's header
- * says what each is. LABPROBE_TRACE=FILE makes collect read the trace
- * from FILE (kprobe_profile from FILE.profile) and leave tracefs alone
+ * says what each is; cpu_window, what every CPU of the guest did from the
+ * first interrupt to the last drive gone: window.c's header.
+ * LABPROBE_TRACE=FILE makes collect read the trace from FILE
+ * (kprobe_profile from FILE.profile) and leave tracefs alone
  * (a test hook).
  * drives waits for drives to (re)appear with the expected serials and
  * optionally write-verifies each with fio. */
@@ -645,6 +647,8 @@ int cmd_arm(int argc, char **argv, struct json_object *out)
 			check(&c, ret == 0, "kprobe", "%s on %s: %s", p->name, p->def,
 			      ret ? strerror(-ret) : "ok");
 	}
+	/* the guest's context switches from the first pciehp interrupt on */
+	json_object_object_add(state, "cpu_window", window_arm(INSTANCE));
 	/* the series' own tracepoints, where the kernel has them */
 	json_object_object_add(state, "tracepoints", json_object_new_boolean(
 		writef(INSTANCE "/events/pci_hotplug/enable", "1") == 0));
@@ -793,10 +797,16 @@ static void parse_trace_line(char *line, struct slot *slots, int n, double armed
 	char *br = strstr(line, " ["), *close, *dash, *ev, *colon;
 	char comm[64], event[64];
 	double ts;
-	int irq_thread = -1, s = -1, pid;
+	int irq_thread = -1, s = -1, pid, cpu;
 
+	if (strstr(line, "LOST") && strstr(line, "EVENTS]")) {
+		/* "CPU:1 [LOST 123 EVENTS]" */
+		window_lost();
+		return;
+	}
 	if (!br || line[0] == '#')
 		return;
+	cpu = atoi(br + 2);
 	*br = '\0';
 	while (*line == ' ')
 		line++;
@@ -813,6 +823,8 @@ static void parse_trace_line(char *line, struct slot *slots, int n, double armed
 		return;
 	ev = strstr(close + 1, event);
 	colon = ev ? strchr(ev, ':') : NULL;
+	if (window_event(cpu, ts, event, colon ? colon : ""))
+		return;
 	sscanf(comm, "irq/%d-pciehp", &irq_thread);
 	if (breakdown_event(pid, irq_thread, ts, event))
 		return;
@@ -1145,6 +1157,7 @@ int cmd_collect(int argc, char **argv, struct json_object *out)
 		writef(INSTANCE "/tracing_on", "0");
 	nunbinding = 0;
 	breakdown_begin(json_object_object_get_ex(state, "probes", &v) ? v : NULL);
+	window_begin();
 	f = fopen(trace ? trace : INSTANCE "/trace", "r");
 	while (f && getline(&line, &cap, f) > 0)
 		parse_trace_line(line, slots, nslots, armed);
@@ -1262,6 +1275,15 @@ int cmd_collect(int argc, char **argv, struct json_object *out)
 	}
 	json_object_object_add(out, "last_gone_ms", last_gone >= 0 && t0 >= 0 ?
 			       json_object_new_double((last_gone - t0) * 1e3) : NULL);
+	if (ngone) {
+		const char *why;
+		struct json_object *w = window_collect(json_object_object_get_ex(state, "cpu_window", &v) ?
+						       v : NULL, t0, last_gone, &why);
+
+		json_object_object_add(out, "cpu_window", w);
+		if (!w)
+			json_object_object_add(out, "cpu_window_error", json_object_new_string(why));
+	}
 	json_object_object_add(out, "clock", json_object_new_string(
 		"CLOCK_MONOTONIC (tracefs trace_clock=mono), printed with 1 us resolution; "
 		"t=0 is the first pciehp hard interrupt of the yank (or of the injected error: "

@@ -127,6 +127,19 @@ void breakdown_read_profile(const char *path);
 void breakdown_collect(struct json_object *arm, const struct bd_slot *s, int n, struct json_object **objs,
 		       struct json_object *out);
 
+/* window.c: what the guest's CPUs did from the first pciehp interrupt to
+ * the last drive gone (its header lists the fields). arm calls
+ * window_arm() after placing lp_isr and keeps its object in its state;
+ * collect calls window_begin(), window_event() for every trace line (true:
+ * a sched_switch line, its own), window_lost() for a line saying the
+ * trace lost events, then window_collect() with the window; NULL with
+ * *why set when there is nothing trustworthy to report. */
+struct json_object *window_arm(const char *instance);
+void window_begin(void);
+bool window_event(int cpu, double ts, const char *event, const char *args);
+void window_lost(void);
+struct json_object *window_collect(struct json_object *armed, double t0, double t1, const char **why);
+
 /* checks collected into {"checks": [...]} */
 struct checks {
 	struct json_object *list;
