@@ -333,13 +333,43 @@ struct json_object *kmsg_lines(unsigned long long since, const char *needle, int
 	return arr;
 }
 
-struct json_object *findings_scan(unsigned long long since_seq, int context)
+/* how many of the sequence numbers a..b (inclusive) the ranges cover */
+static unsigned long long covered(unsigned long long a, unsigned long long b,
+				  const unsigned long long (*ranges)[2], int nranges)
+{
+	unsigned long long n = 0;
+
+	for (int r = 0; r < nranges; r++) {
+		unsigned long long lo = ranges[r][0] + 1 > a ? ranges[r][0] + 1 : a;
+		unsigned long long hi = ranges[r][1] < b ? ranges[r][1] : b;
+
+		if (lo <= hi)
+			n += hi - lo + 1;
+	}
+	return n;
+}
+
+static bool in_ranges(unsigned long long seq, const unsigned long long (*ranges)[2], int nranges)
+{
+	for (int r = 0; r < nranges; r++)
+		if (seq > ranges[r][0] && seq <= ranges[r][1])
+			return true;
+	return false;
+}
+
+/* The findings of the records after since_seq that are in none of the
+ * ranges ((from, to]: what earlier scans covered); *checked: how many
+ * records that was, *last: the last record's sequence number. */
+static struct json_object *scan(unsigned long long since_seq, const unsigned long long (*ranges)[2], int nranges,
+				int context, unsigned long long *checked, unsigned long long *last)
 {
 	struct json_object *list = json_object_new_array();
 	struct rec *recs;
 	ssize_t got = read_all(&recs);
 	size_t n = got > 0 ? (size_t)got : 0;
 
+	*checked = 0;
+	*last = since_seq;
 	if (got < 0) {	/* a log that cannot be read is no clean log */
 		struct json_object *o = json_object_new_object();
 
@@ -349,17 +379,20 @@ struct json_object *findings_scan(unsigned long long since_seq, int context)
 		json_object_array_add(list, o);
 		return list;
 	}
+	if (n)
+		*last = recs[n - 1].seq;
 
 	/* Records of the window the ring lost before they were read (an
 	 * overrun: the oldest record left is past since_seq + 1, or the
 	 * sequence jumps inside the window) leave the scan incomplete: that is
-	 * a finding of its own, never a clean result. */
+	 * a finding of its own, never a clean result. Lost records an earlier
+	 * scan covered were that scan's finding. */
 	unsigned long long lost = 0, prev = since_seq;
 	for (size_t i = 0; i < n; i++) {
 		if (since_seq && recs[i].seq <= since_seq)
 			continue;
 		if ((since_seq || prev) && recs[i].seq > prev + 1)
-			lost += recs[i].seq - prev - 1;
+			lost += recs[i].seq - prev - 1 - covered(prev + 1, recs[i].seq - 1, ranges, nranges);
 		prev = recs[i].seq;
 	}
 	if (lost) {
@@ -378,8 +411,9 @@ struct json_object *findings_scan(unsigned long long since_seq, int context)
 		const char *kind = NULL;
 		struct json_object *o, *ctx;
 
-		if (recs[i].seq <= since_seq && since_seq)
+		if ((recs[i].seq <= since_seq && since_seq) || in_ranges(recs[i].seq, ranges, nranges))
 			continue;
+		(*checked)++;
 		for (size_t p = 0; p < sizeof(patterns) / sizeof(patterns[0]); p++) {
 			if (pattern_matches(recs[i].msg, patterns[p].needle)) {
 				kind = patterns[p].kind;
@@ -404,6 +438,30 @@ struct json_object *findings_scan(unsigned long long since_seq, int context)
 		json_object_array_add(list, o);
 	}
 	free_recs(recs, n);
+	return list;
+}
+
+struct json_object *findings_scan(unsigned long long since_seq, int context)
+{
+	unsigned long long checked, last;
+	struct json_object *list;
+
+	/* a canary due at this scan goes into the log first (logwindow.c) */
+	log_window_before_scan();
+	list = scan(since_seq, NULL, 0, context, &checked, &last);
+	if (!kmsg_error())
+		log_window_scanned(since_seq, last);
+	return list;
+}
+
+struct json_object *findings_scan_unscanned(unsigned long long since_seq, const unsigned long long (*ranges)[2],
+					    int nranges, int context, struct json_object *out)
+{
+	unsigned long long checked, last;
+	struct json_object *list = scan(since_seq, ranges, nranges, context, &checked, &last);
+
+	json_object_object_add(out, "unscanned_records", json_object_new_uint64(checked));
+	json_object_object_add(out, "last_seq", json_object_new_uint64(last));
 	return list;
 }
 

@@ -20,6 +20,7 @@ static const struct {
 	{ "view", cmd_view, "--slots N,... [--since-seq SEQ] [--expect SLOT=SERIAL|SLOT=empty,...] [--timeout S] [--log [LINES]]" },
 	{ "rescan-loop", cmd_rescan_loop, "start [--interval-ms N] [--keep-lock-stat] | stop [--timeout S] [--class NAME]..." },
 	{ "lockstat", cmd_lockstat, "[--reset] [CLASS...]" },
+	{ "log-window", cmd_log_window, "start [--canary K --token T] | end --since-seq SEQ --boot-id ID [--token T]" },
 };
 
 static void usage(FILE *f)
@@ -32,7 +33,8 @@ static void usage(FILE *f)
 		   "and leaves tracefs alone (tests).\n"
 		   "rescan-loop and lockstat (tests): LABPROBE_RESCAN=FILE is written instead of /sys/bus/pci/rescan,\n"
 		   "LABPROBE_RESCAN_STATE=DIR holds the loop's state, LABPROBE_LOCK_STAT=FILE is read instead of\n"
-		   "/proc/lock_stat, LABPROBE_BOOT_ID=FILE instead of /proc/sys/kernel/random/boot_id.\n\n");
+		   "/proc/lock_stat, LABPROBE_BOOT_ID=FILE instead of /proc/sys/kernel/random/boot_id.\n"
+		   "log-window (tests): LABPROBE_LOG_STATE=DIR holds the window's state instead of /run/labprobe-log.\n\n");
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
 		fprintf(f, "  labprobe %s %s\n", cmds[i].name, cmds[i].help);
 }

@@ -43,6 +43,10 @@ bool link_base(char *out, size_t len, const char *fmt, ...) __attribute__((forma
 double now_mono(void);	/* CLOCK_MONOTONIC in seconds */
 /* milliseconds as a JSON number to the microsecond, printed so */
 struct json_object *ms3(double ms);
+/* env's value when set and not empty (a test hook), else dflt */
+const char *hook(const char *env, const char *dflt);
+/* this boot's id (LABPROBE_BOOT_ID=FILE in tests); "unknown" if unreadable */
+void boot_id(char *buf, size_t len);
 /* the first len bytes of a PCI function's config space (sysfs: reading it
  * resumes a device in D3cold); bytes read or -errno */
 ssize_t pci_config_read(const char *dev, void *buf, size_t len);
@@ -66,6 +70,15 @@ bool bus_has_device(int bus);
 /* findings.c: kernel log lines that fail a scenario. A log that cannot
  * be read is a finding of kind "kmsg-error", never a clean log. */
 struct json_object *findings_scan(unsigned long long since_seq, int context);
+/* the findings of the records after since_seq in none of the ranges
+ * ((from, to] each); adds unscanned_records and last_seq to out */
+struct json_object *findings_scan_unscanned(unsigned long long since_seq, const unsigned long long (*ranges)[2],
+					    int nranges, int context, struct json_object *out);
+/* logwindow.c: findings_scan() calls log_window_before_scan() (a canary
+ * due now is written) and, after a readable scan, log_window_scanned() */
+void log_window_before_scan(void);
+void log_window_scanned(unsigned long long from, unsigned long long to);
+int cmd_log_window(int argc, char **argv, struct json_object *out);
 unsigned long long kmsg_last_seq(void);
 struct json_object *kmsg_last_seq_json(void);	/* null when the log cannot be read */
 /* How reading the log went in this run: "error" (the log could not be

@@ -57,13 +57,6 @@
 #define MAX_CLASSES 16
 #define CLASS_MAX 64	/* lock_stat prints at most 38 characters of a name */
 
-static const char *hook(const char *env, const char *dflt)
-{
-	const char *p = getenv(env);
-
-	return p && p[0] ? p : dflt;
-}
-
 static void state_paths(char *live, char *start, size_t len)
 {
 	const char *dir = getenv("LABPROBE_RESCAN_STATE");
@@ -75,12 +68,6 @@ static void state_paths(char *live, char *start, size_t len)
 		snprintf(live, len, "/run/labprobe-rescan.json");
 		snprintf(start, len, "/var/lib/labprobe/rescan-loop.json");
 	}
-}
-
-static void boot_id(char *buf, size_t len)
-{
-	if (read_line(hook("LABPROBE_BOOT_ID", "/proc/sys/kernel/random/boot_id"), buf, len))
-		scopy(buf, len, "unknown");
 }
 
 /* writes obj to path through a temporary file and rename(): a reader sees

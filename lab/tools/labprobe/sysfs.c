@@ -212,3 +212,16 @@ int pci_find_ext_cap(const uint8_t *cfg, size_t len, int id)
 	}
 	return 0;
 }
+
+const char *hook(const char *env, const char *dflt)
+{
+	const char *p = getenv(env);
+
+	return p && p[0] ? p : dflt;
+}
+
+void boot_id(char *buf, size_t len)
+{
+	if (read_line(hook("LABPROBE_BOOT_ID", "/proc/sys/kernel/random/boot_id"), buf, len))
+		scopy(buf, len, "unknown");
+}

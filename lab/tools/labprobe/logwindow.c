@@ -1,0 +1,306 @@
+/* A scenario's kernel-log window, and the canary that proves the gate fires.
+ *
+ *   labprobe log-window start [--canary K --token T]
+ *   labprobe log-window end --since-seq SEQ --boot-id ID [--token T]
+ *
+ * start prints the log's last sequence number and the boot id, and forgets
+ * the scans of an earlier window. From then on every scan of the log
+ * (findings_scan: collect, view --since-seq, smoke, rescan-loop stop, ...)
+ * notes the records it covered. end scans, with the same patterns, every
+ * record after SEQ that no scan covered (the re-add, verify and restore
+ * steps between two collects, the scenario's last steps) and reports them
+ * as findings of its own: together the scenario's scans then cover its
+ * whole window once. When the guest booted again inside the window (a
+ * scenario that restarts its VM, or a VM lost and restarted) end scans the
+ * new boot's records no scan covered and says "restarted": the earlier
+ * boot's records after its last scan are gone with it.
+ *
+ * The canary: start --canary K --token T makes the K-th scan of the window
+ * first write a WARNING-shaped line with T into the kernel log (through
+ * /dev/kmsg, as user space can; the gate does not look at the facility),
+ * so the scan finds it in its own window. A scenario that makes fewer
+ * than K scans has it written by end (fired_at "end"). end --token T
+ * reports where the canary was written, and whether it was: a scenario
+ * run with the canary must fail with that finding and no other.
+ *
+ * Scans are noted only between start and end. State: LABPROBE_LOG_STATE=DIR
+ * (tests), else /run/labprobe-log; /run is emptied at boot, so a restart
+ * forgets the scans of the earlier boot. */
+#include "labprobe.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define MAXRANGES 4096
+
+static void state_path(char *buf, size_t len, const char *name)
+{
+	snprintf(buf, len, "%s/%s", hook("LABPROBE_LOG_STATE", "/run/labprobe-log"), name);
+}
+
+static int scans_so_far(void)
+{
+	char path[300], line[200];
+	FILE *f;
+	int n = 0;
+
+	state_path(path, sizeof(path), "scanned");
+	f = fopen(path, "r");
+	while (f && fgets(line, sizeof(line), f))
+		n++;
+	if (f)
+		fclose(f);
+	return n;
+}
+
+/* The canary line: what the gate must find ("^WARNING:", kind warning) */
+static void canary_line(char *buf, size_t len, const char *token)
+{
+	snprintf(buf, len, "WARNING: lab-canary %s: a marked line labprobe wrote to show that the "
+		 "kernel-log gate fails this scenario", token);
+}
+
+/* Writes the canary; the test hook's file of records gets a record */
+static int canary_write(const char *token)
+{
+	const char *kmsg = hook("LABPROBE_KMSG", "/dev/kmsg");
+	char msg[300], rec[400];
+	int fd, n;
+
+	canary_line(msg, sizeof(msg), token);
+	if (strcmp(kmsg, "/dev/kmsg"))
+		n = snprintf(rec, sizeof(rec), "12,%llu,0,-;%s\n", kmsg_last_seq() + 1, msg);
+	else
+		n = snprintf(rec, sizeof(rec), "<4>%s", msg);
+	fd = open(kmsg, O_WRONLY | O_APPEND);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, rec, (size_t)n) != n) {
+		int err = errno;
+
+		close(fd);
+		return -err;
+	}
+	close(fd);
+	return 0;
+}
+
+/* "K TOKEN" while the canary waits for its scan */
+static bool canary_pending(int *k, char *token, size_t len)
+{
+	char path[300], line[200], tok[100];
+	bool got;
+
+	state_path(path, sizeof(path), "canary");
+	if (read_line(path, line, sizeof(line)))
+		return false;
+	got = sscanf(line, "%d %99s", k, tok) == 2;
+	if (got)
+		scopy(token, len, tok);
+	return got;
+}
+
+static void canary_fired(const char *token, const char *at)
+{
+	char path[300];
+	FILE *f;
+
+	state_path(path, sizeof(path), "fired");
+	f = fopen(path, "w");
+	if (f) {
+		fprintf(f, "%s %s\n", token, at);
+		fclose(f);
+	}
+	state_path(path, sizeof(path), "canary");
+	unlink(path);
+}
+
+void log_window_before_scan(void)
+{
+	char token[100], at[32];
+	int k;
+
+	if (!canary_pending(&k, token, sizeof(token)) || scans_so_far() + 1 < k)
+		return;
+	if (canary_write(token) == 0) {
+		snprintf(at, sizeof(at), "scan-%d", scans_so_far() + 1);
+		canary_fired(token, at);
+	}
+}
+
+void log_window_scanned(unsigned long long from, unsigned long long to)
+{
+	char path[300], bid[64];
+	FILE *f;
+
+	/* only inside a window log-window start opened */
+	state_path(path, sizeof(path), "open");
+	if (access(path, F_OK))
+		return;
+	state_path(path, sizeof(path), "scanned");
+	boot_id(bid, sizeof(bid));
+	f = fopen(path, "a");
+	if (f) {
+		fprintf(f, "%s %llu %llu\n", bid, from, to);
+		fclose(f);
+	}
+}
+
+static int start(int argc, char **argv, struct json_object *out)
+{
+	char path[300], bid[64];
+	const char *token = NULL;
+	int canary = 0;
+	struct json_object *seq;
+
+	for (int i = 0; i < argc; i++) {
+		if (!strcmp(argv[i], "--canary") && i + 1 < argc) {
+			if (parse_int_opt("--canary", argv[++i], 1, 1000, &canary))
+				return 2;
+		} else if (!strcmp(argv[i], "--token") && i + 1 < argc) {
+			token = argv[++i];
+			if (!token[0] || strlen(token) > 64 || strpbrk(token, " \n")) {
+				arg_error("--token: 1 to 64 characters, no spaces");
+				return 2;
+			}
+		} else {
+			arg_error("unknown argument '%s'", argv[i]);
+			return 2;
+		}
+	}
+	if (!canary != !token) {
+		arg_error("--canary and --token go together");
+		return 2;
+	}
+	state_path(path, sizeof(path), "");
+	if (mkdir_p(path, 0755)) {
+		json_object_object_add(out, "error", json_object_new_string("cannot create the state directory"));
+		return 1;
+	}
+	for (const char *const *n = (const char *const[]){ "scanned", "canary", "fired", NULL }; *n; n++) {
+		state_path(path, sizeof(path), *n);
+		unlink(path);
+	}
+	state_path(path, sizeof(path), "open");
+	if (write_str(path, "open\n")) {
+		json_object_object_add(out, "error", json_object_new_string("cannot open the window"));
+		return 1;
+	}
+	if (canary) {
+		FILE *f;
+
+		state_path(path, sizeof(path), "canary");
+		f = fopen(path, "w");
+		if (!f || fprintf(f, "%d %s\n", canary, token) < 0 || fclose(f)) {
+			json_object_object_add(out, "error", json_object_new_string("cannot keep the canary"));
+			return 1;
+		}
+		json_object_object_add(out, "canary_at_scan", json_object_new_int(canary));
+	}
+	seq = kmsg_last_seq_json();
+	boot_id(bid, sizeof(bid));
+	json_object_object_add(out, "since_seq", seq);
+	json_object_object_add(out, "boot_id", json_object_new_string(bid));
+	return seq ? 0 : 1;
+}
+
+static int end(int argc, char **argv, struct json_object *out)
+{
+	char path[300], line[200], bid[64], token[100] = "", want[100] = "";
+	long since = -1;
+	const char *boot = NULL;
+	unsigned long long (*r)[2] = calloc(MAXRANGES, sizeof(*r));
+	int nr = 0, k;
+	bool restarted;
+	FILE *f;
+	struct json_object *findings, *canary;
+
+	if (!r)
+		return 1;
+	for (int i = 0; i < argc; i++) {
+		if (!strcmp(argv[i], "--since-seq") && i + 1 < argc) {
+			if (parse_long_opt("--since-seq", argv[++i], 0, LONG_MAX, &since))
+				goto bad;
+		} else if (!strcmp(argv[i], "--boot-id") && i + 1 < argc) {
+			boot = argv[++i];
+		} else if (!strcmp(argv[i], "--token") && i + 1 < argc) {
+			scopy(want, sizeof(want), argv[++i]);
+		} else {
+			arg_error("unknown argument '%s'", argv[i]);
+			goto bad;
+		}
+	}
+	if (since < 0 || !boot) {
+		arg_error("log-window end needs --since-seq and --boot-id (log-window start's)");
+		goto bad;
+	}
+	boot_id(bid, sizeof(bid));
+	restarted = strcmp(bid, boot) != 0;
+
+	/* a canary still waiting (fewer scans than K), or lost with a
+	 * restart: written now, so the scan below finds it */
+	if (canary_pending(&k, token, sizeof(token)) || (want[0] && restarted)) {
+		const char *t = token[0] ? token : want;
+		bool fired_before = false;
+
+		state_path(path, sizeof(path), "fired");
+		if (!read_line(path, line, sizeof(line)))
+			fired_before = !strncmp(line, t, strlen(t));
+		if (!fired_before && canary_write(t) == 0)
+			canary_fired(t, "end");
+	}
+
+	/* the ranges this boot's scans covered */
+	state_path(path, sizeof(path), "scanned");
+	f = fopen(path, "r");
+	while (f && nr < MAXRANGES && fgets(line, sizeof(line), f)) {
+		char b[64];
+
+		if (sscanf(line, "%63s %llu %llu", b, &r[nr][0], &r[nr][1]) == 3 && !strcmp(b, bid))
+			nr++;
+	}
+	if (f)
+		fclose(f);
+	findings = findings_scan_unscanned(restarted ? 0 : (unsigned long long)since,
+					   (const unsigned long long (*)[2])r, nr, 8, out);
+	free(r);
+	json_object_object_add(out, "restarted", json_object_new_boolean(restarted));
+	json_object_object_add(out, "scans", json_object_new_int(nr));
+	canary = json_object_new_object();
+	if (want[0]) {
+		state_path(path, sizeof(path), "fired");
+		if (!read_line(path, line, sizeof(line)) && !strncmp(line, want, strlen(want)) &&
+		    line[strlen(want)] == ' ')
+			json_object_object_add(canary, "fired_at", json_object_new_string(line + strlen(want) + 1));
+		else
+			json_object_object_add(canary, "fired_at", NULL);
+		canary_line(line, sizeof(line), want);
+		json_object_object_add(canary, "line", json_object_new_string(line));
+		json_object_object_add(out, "canary", canary);
+	} else {
+		json_object_put(canary);
+	}
+	json_object_object_add(out, "findings", findings);
+	state_path(path, sizeof(path), "open");
+	unlink(path);
+	return json_object_array_length(findings) ? 1 : 0;
+bad:
+	free(r);
+	return 2;
+}
+
+int cmd_log_window(int argc, char **argv, struct json_object *out)
+{
+	if (argc >= 1 && !strcmp(argv[0], "start"))
+		return start(argc - 1, argv + 1, out);
+	if (argc >= 1 && !strcmp(argv[0], "end"))
+		return end(argc - 1, argv + 1, out);
+	arg_error("log-window start | end");
+	return 2;
+}

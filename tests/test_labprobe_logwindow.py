@@ -1,0 +1,147 @@
+"""labprobe log-window (lab/tools/labprobe/logwindow.c), without a VM: the
+end of a scenario's window scans exactly the records no scan of the window
+covered, and the canary is written at the scan it was armed for, found in
+that scan's window, and written at the end when the scenario scanned less.
+
+The kernel log is a file of records (LABPROBE_KMSG), the boot id a file
+(LABPROBE_BOOT_ID), the window's state a directory (LABPROBE_LOG_STATE):
+nothing here reads or writes this host's log or /run."""
+
+import json
+import os
+
+import pytest
+
+from conftest import REPO, run
+
+LABPROBE = REPO / "lab/tools/labprobe/labprobe"
+CRASHES = {-6, -11, 134, 139}
+
+
+@pytest.fixture(scope="module")
+def labprobe():
+    r = run(["make", "-C", "lab/tools", "labprobe/labprobe"], timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return str(LABPROBE)
+
+
+class Guest:
+    """A stand-in guest: its log, boot id and labprobe state in tmp_path."""
+
+    def __init__(self, labprobe, tmp_path):
+        self.labprobe, self.kmsg, self.boot = labprobe, tmp_path / "kmsg", tmp_path / "boot_id"
+        self.env = dict(os.environ, LABPROBE_KMSG=str(self.kmsg), LABPROBE_BOOT_ID=str(self.boot),
+                        LABPROBE_LOG_STATE=str(tmp_path / "state"))
+        self.kmsg.write_text("")
+        self.boot.write_text("boot-1\n")
+        self.seq = 0
+
+    def log(self, *messages):
+        with self.kmsg.open("a") as f:
+            for m in messages:
+                self.seq += 1
+                f.write(f"6,{self.seq},{self.seq * 1000},-;{m}\n")
+
+    def reboot(self):
+        self.kmsg.write_text("")
+        self.boot.write_text("boot-2\n")
+        self.seq = 0
+
+    def probe(self, *args):
+        r = run([self.labprobe, *args], env=self.env, timeout=30)
+        assert r.returncode not in CRASHES, (r.returncode, r.stderr)
+        rep = json.loads(r.stdout) if r.returncode != 2 else None
+        return r.returncode, rep, r.stderr
+
+    def last_seq(self):
+        return self.seq
+
+
+def lines(rep):
+    return [f["line"] for f in rep["findings"]]
+
+
+def test_end_scans_only_what_no_scan_covered(labprobe, tmp_path):
+    g = Guest(labprobe, tmp_path)
+    g.log("Linux version 6.1.0-labtest", "WARNING: CPU: 0 PID: 1 at boot.c:1 before the window")
+    rc, start, _ = g.probe("log-window", "start")
+    assert rc == 0 and start["since_seq"] == 2 and start["boot_id"] == "boot-1"
+    # a collect's window (arm at seq 2): it finds the BUG, a finding of its own
+    g.log("pcieport 0000:00:01.0: pciehp: Slot(1): Card not present", "BUG: unable to handle page fault")
+    rc, rep, _ = g.probe("findings", "--since-seq", "2")
+    assert rc == 1 and lines(rep) == ["BUG: unable to handle page fault"]
+    # the re-add and verify after it: nobody scans these
+    g.log("nvme nvme0: pci function 0000:01:00.0", "WARNING: CPU: 1 PID: 77 at drivers/nvme/host/core.c:1")
+    rc, end, _ = g.probe("log-window", "end", "--since-seq", "2", "--boot-id", "boot-1")
+    # the unscanned WARNING, not the BUG the collect had, not the one before the window
+    assert rc == 1 and lines(end) == ["WARNING: CPU: 1 PID: 77 at drivers/nvme/host/core.c:1"]
+    assert end["unscanned_records"] == 2 and end["scans"] == 1 and end["restarted"] is False
+    # the window is closed: a later scan is not noted, an end of nothing new is clean
+    rc, _, _ = g.probe("findings", "--since-seq", "6")
+    rc, start, _ = g.probe("log-window", "start")
+    rc, end, _ = g.probe("log-window", "end", "--since-seq", str(start["since_seq"]), "--boot-id", "boot-1")
+    assert rc == 0 and end["findings"] == [] and end["unscanned_records"] == 0
+
+
+def test_a_clean_window_with_its_gaps_scanned_is_clean(labprobe, tmp_path):
+    g = Guest(labprobe, tmp_path)
+    g.log("Linux version 6.1.0-labtest")
+    _, start, _ = g.probe("log-window", "start")
+    g.log("nvme nvme0: 4/0/0 default/read/poll queues", "pcieport: pciehp: Slot(1): Link Up")
+    assert g.probe("findings", "--since-seq", "1")[0] == 0
+    g.log("nvme nvme1: 4/0/0 default/read/poll queues")
+    rc, end, _ = g.probe("log-window", "end", "--since-seq", "1", "--boot-id", "boot-1")
+    assert rc == 0 and end["unscanned_records"] == 1 and end["findings"] == []
+
+
+@pytest.mark.parametrize("k, scans, fired_at", [(1, 2, "scan-1"), (2, 2, "scan-2"), (3, 2, "end")])
+def test_canary_fires_at_its_scan_and_is_found_there(labprobe, tmp_path, k, scans, fired_at):
+    """Armed for the k-th scan of the window: that scan finds it (in its
+    own window, since it is written before the scan reads), and no other
+    finding; with fewer scans than k the end writes and finds it."""
+    g = Guest(labprobe, tmp_path)
+    g.log("Linux version 6.1.0-labtest")
+    rc, start, _ = g.probe("log-window", "start", "--canary", str(k), "--token", "tok42")
+    assert rc == 0 and start["canary_at_scan"] == k
+    found = []
+    for i in range(scans):
+        since = g.last_seq()
+        g.log(f"pcieport: pciehp: Slot({i}): Card not present")
+        rc, rep, _ = g.probe("findings", "--since-seq", str(since))
+        g.seq = rep["kmsg_last_seq"]  # the canary took a sequence number
+        found += [(i + 1, line) for line in lines(rep)]
+    rc, end, _ = g.probe("log-window", "end", "--since-seq", "1", "--boot-id", "boot-1", "--token", "tok42")
+    found += [("end", line) for line in lines(end)]
+    assert end["canary"]["fired_at"] == fired_at
+    canary = end["canary"]["line"]
+    assert canary.startswith("WARNING: lab-canary tok42")
+    assert found == [(k if k <= scans else "end", canary)]
+
+
+def test_canary_lost_with_a_restart_is_written_at_the_end(labprobe, tmp_path):
+    """A VM restarted inside the window: /run is gone with the canary and
+    the noted scans; end says so, writes the canary and scans the new
+    boot's log."""
+    g = Guest(labprobe, tmp_path)
+    g.log("Linux version 6.1.0-labtest", "x", "y")
+    _, start, _ = g.probe("log-window", "start", "--canary", "5", "--token", "tok7")
+    (tmp_path / "state").joinpath("canary").unlink()  # what a reboot does to /run
+    (tmp_path / "state").joinpath("scanned").unlink(missing_ok=True)
+    g.reboot()
+    g.log("Linux version 6.1.0-labtest", "BUG: KASAN: use-after-free in nvme_remove")
+    rc, end, _ = g.probe("log-window", "end", "--since-seq", "3", "--boot-id", "boot-1", "--token", "tok7")
+    assert rc == 1 and end["restarted"] is True and end["canary"]["fired_at"] == "end"
+    assert lines(end) == ["BUG: KASAN: use-after-free in nvme_remove", end["canary"]["line"]]
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["start", "--canary", "2"], "--canary and --token go together"),
+    (["start", "--canary", "0", "--token", "t"], "--canary"),
+    (["start", "--token", "a b", "--canary", "1"], "--token"),
+    (["end", "--since-seq", "3"], "needs --since-seq and --boot-id"),
+    (["middle"], "log-window start | end"),
+])
+def test_bad_arguments_name_what_to_fix(labprobe, tmp_path, args, needle):
+    g = Guest(labprobe, tmp_path)
+    rc, _, err = g.probe("log-window", *args)
+    assert rc == 2 and needle in err
