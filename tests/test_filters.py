@@ -352,3 +352,56 @@ def test_stock_expects_free_irqs_msix_reads_and_nothing_else_of_a_removed_drive(
             bad = {"name": name, "variant": "stock", "status": "fail",
                    "findings": [{"kind": "absent-read", "line": line}]}
             assert lab_results.lab_apply_expected([bad], stock)[0]["status"] == status, (name, line)
+
+
+def _window_steps(end_findings, end_rc=None, canary=None, since=12):
+    start = {"rc": 0, "stdout": json.dumps({"since_seq": since, "boot_id": "b1", "ok": True})}
+    out = {"findings": end_findings, "scans": 3, "unscanned_records": 40, "restarted": False,
+           "ok": not end_findings}
+    if canary:
+        out["canary"] = canary
+    rc = end_rc if end_rc is not None else (1 if end_findings else 0)
+    return start, {"rc": rc, "stdout": json.dumps(out)}
+
+
+def test_log_window_adds_what_only_the_close_found_and_fails_the_record():
+    """The close of a scenario's kernel-log window: a finding no scan of the
+    scenario reported fails it (a skipped record too); one the scenario
+    already had is not counted twice; a clean close changes nothing."""
+    bug = {"kind": "bug", "line": "BUG: unable to handle page fault", "time": 5.0}
+    warn = {"kind": "warning", "line": "WARNING: CPU: 1 PID: 77 at core.c:1", "time": 9.0}
+    rec = {"name": "storm", "status": "pass", "failures": 0, "iterations": 2, "findings": []}
+    r = lab_results.lab_log_window_merge(rec, *_window_steps([]))
+    assert r["status"] == "pass" and r["findings"] == []
+    assert r["log_window"] == {"since_seq": 12, "scans": 3, "unscanned_records": 40, "restarted": False}
+    r = lab_results.lab_log_window_merge(rec, *_window_steps([warn]))
+    assert r["status"] == "fail" and r["failures"] == 1 and r["findings"] == [warn]
+    had = dict(rec, status="fail", failures=1, findings=[bug])
+    r = lab_results.lab_log_window_merge(had, *_window_steps([bug, warn]))
+    assert r["findings"] == [bug, warn] and r["failures"] == 1
+    r = lab_results.lab_log_window_merge(dict(rec, status="skip"), *_window_steps([warn]))
+    assert r["status"] == "fail"
+
+
+def test_log_window_that_could_not_be_read_is_no_clean_window():
+    rec = {"name": "smoke", "status": "pass", "failures": 0, "findings": []}
+    start, _ = _window_steps([])
+    r = lab_results.lab_log_window_merge(rec, start, {"rc": 1, "stdout": "", "stderr": "agent gone"})
+    assert r["status"] == "fail" and r["findings"][0]["kind"] == "probe-error"
+    r = lab_results.lab_log_window_merge(rec, {"rc": 1, "stdout": "", "stderr": "no labprobe"},
+                                         {"skipped": True})
+    assert r["status"] == "fail" and {f["kind"] for f in r["findings"]} == {"probe-error"}
+    assert "window was not opened" in r["findings"][0]["line"]
+    r = lab_results.lab_log_window_merge(rec, start, {"rc": 1, "stdout": json.dumps(
+        {"ok": False, "findings": [], "error": "cannot read /dev/kmsg"})})
+    assert r["status"] == "fail" and "cannot read /dev/kmsg" in r["findings"][0]["line"]
+
+
+def test_log_window_records_the_canary():
+    line = "WARNING: lab-canary storm-ab12: a marked line"
+    canary = {"kind": "warning", "line": line, "time": 3.0}
+    rec = {"name": "storm", "status": "pass", "failures": 0, "findings": []}
+    r = lab_results.lab_log_window_merge(rec, *_window_steps([canary], canary={"fired_at": "end", "line": line}),
+                                         "3")
+    assert r["log_window"]["canary"] == {"fired_at": "end", "line": line, "at_scan": 3}
+    assert r["status"] == "fail" and r["findings"] == [canary]

@@ -398,6 +398,43 @@ def lab_format_phase(item):
     return f"{item['key']:<28} {float(value):9.2f}" if value is not None else f"{item['key']:<28}       n/a"
 
 
+
+def lab_log_window_merge(record, start, end, canary_at=None):
+    """A scenario's record with its kernel-log window closed (labprobe
+    log-window, run before and after the scenario): the findings of the
+    records no scan of the scenario covered are added, and any new finding
+    fails the record (a skipped one too: its window was not clean). A
+    start or end that failed, or printed no report, is a probe error, never
+    a clean window. record["log_window"] keeps since_seq, the scans the
+    scenario made, the records only the end scanned, whether the guest
+    restarted inside the window, and with lab_canary the scan the canary
+    was armed for, where it was written and its line."""
+    rec = dict(record)
+    found = list(rec.get("findings") or [])
+    new = []
+    st = _json_or_none((start or {}).get("stdout", "")) if not (start or {}).get("skipped") else None
+    if not st or st.get("since_seq") is None:
+        new.append({"kind": "probe-error", "line": "log-window start failed: the scenario's kernel log window "
+                    "was not opened", "context": [str((start or {}).get("stderr") or (start or {}).get("msg"))[:300]]})
+    en = lab_probe_report((end or {}).get("stdout", ""), (end or {}).get("rc", 1), (end or {}).get("stderr", ""))
+    if not en.get("ok") and not en.get("findings"):
+        new.append({"kind": "probe-error", "line": f"log-window end failed (exit {(end or {}).get('rc')}): "
+                    f"{en.get('error') or 'no finding said why'}", "context": []})
+    seen = {(f.get("kind"), f.get("line"), f.get("time")) for f in found}
+    for f in en.get("findings") or []:
+        if (f.get("kind"), f.get("line"), f.get("time")) not in seen:
+            new.append(f)
+    rec["log_window"] = {"since_seq": (st or {}).get("since_seq"), "scans": en.get("scans"),
+                         "unscanned_records": en.get("unscanned_records"), "restarted": en.get("restarted")}
+    if canary_at:
+        rec["log_window"]["canary"] = dict(en.get("canary") or {}, at_scan=int(canary_at))
+    if new:
+        rec["findings"] = found + new
+        rec["status"] = "fail"
+        rec["failures"] = max(int(rec.get("failures") or 0), 1)
+    return rec
+
+
 class FilterModule:
     def filters(self):
         return {
@@ -413,6 +450,7 @@ class FilterModule:
             "lab_disconnect_metrics": lab_disconnect_metrics,
             "lab_disconnect_judge": lab_disconnect_judge,
             "lab_apply_expected": lab_apply_expected,
+            "lab_log_window_merge": lab_log_window_merge,
             "lab_scenario_seconds": lab_scenario_seconds,
             "lab_format_phase": lab_format_phase,
         }
