@@ -218,6 +218,16 @@ def test_each_yank_records_what_the_guest_cpus_did(fidelity_vm):
         assert w["by_task"].get("irq/N-pciehp", 0) > 0, w
 
 
+def test_sched_switch_stays_pinned_with_two_probes(fidelity_vm):
+    # after the yanks' arms and collects: labprobe-pin holds sched_switch
+    # enabled (filtered to nothing), so cpu_window's enable and disable
+    # never live-patch __schedule() (kprobes.c, trace_pin_cmdline)
+    pin = "/sys/kernel/tracing/instances/labprobe-pin/events/sched/sched_switch"
+    rc, out, err = fidelity_vm.agent(f"cat {pin}/enable {pin}/filter")
+    assert rc == 0, err
+    assert out.split("\n")[:2] == ["1", "prev_pid < 0"], out
+
+
 def test_absent_reads_are_counted_and_named(fidelity_vm):
     # The gate's other side on the same VM: with pciehp.debug_keep_connected
     # the yanked drive is not marked, its driver's teardown reads it, and

@@ -82,7 +82,9 @@ def slot_teardown(comm, pid, bus, t, unbind_first=False):
               line(comm, pid, ms(n0), "lp_nvrm"),
               line(comm, pid, ms(n0 + 1), "lp_bd_rcu"), line(comm, pid, ms(n0 + 7), "lp_bd_rcu_ret"),
               line(comm, pid, ms(n0 + 7.5), "lp_bd_delgd"),
-              line(comm, pid, ms(n0 + 8), "lp_bd_devdel"), line(comm, pid, ms(n0 + 9), "lp_bd_devdel_ret"),
+              line(comm, pid, ms(n0 + 8), "lp_bd_devdel"),
+              line(comm, pid, ms(n0 + 8), "lp_del", f' name="nvmelabtest{bus - 0xe0}n1"'),   # the namespace
+              line(comm, pid, ms(n0 + 9), "lp_bd_devdel_ret"),
               line(comm, pid, ms(n0 + 11.5), "lp_bd_delgd_ret"),
               line(comm, pid, ms(n0 + 11.6), "lp_bd_freeirq"), line(comm, pid, ms(n0 + 13.6), "lp_bd_freeirq_ret"),
               line(comm, pid, ms(n1), "lp_nvrm_ret"), line(comm, pid, ms(n1), "lp_bd_nvrm_ret")]
@@ -100,7 +102,9 @@ def switch(cpu, ts, prev, prev_pid, nxt, next_pid):
 
 
 def collect(labprobe, tmp_path, slots, trace, probes=None, threads=(), profile=None, gone=None,
-            window=None):
+            window=None, ok=True):
+    """collect on the trace; ok=True: it must pass, False: it must fail
+    (exit 1 with a report), None: the finished process is returned."""
     for s in slots:
         assert not any(d.startswith(f"0000:{s['bus']:02x}:") for d in os.listdir("/sys/bus/pci/devices")), \
             "the test's bus numbers exist on this host"
@@ -119,8 +123,13 @@ def collect(labprobe, tmp_path, slots, trace, probes=None, threads=(), profile=N
     r = run([labprobe, "collect", "--dir", str(tmp_path), "--expect-gone", gone or ",".join(s["slot"] for s in slots),
              "--timeout", "0", "--fio-timeout", "0"], env=env, timeout=30)
     assert r.returncode not in CRASHES, (r.returncode, r.stderr)
+    if ok is None:
+        return r
     rep = json.loads(r.stdout)
-    assert r.returncode == 0 and rep["ok"], rep
+    if ok:
+        assert r.returncode == 0 and rep["ok"], rep
+    else:
+        assert r.returncode == 1 and not rep["ok"], rep
     return rep, {s["slot"]: s for s in rep["slots"]}
 
 
@@ -204,6 +213,7 @@ def test_jbof_slots_share_the_root_ports_thread(labprobe, tmp_path):
     for i, bus in enumerate((0xe1, 0xe2)):
         at = 2 + 10 * i
         trace += [line(c, p, ms(at), "lp_unbind", f' name="{pci(bus)}"'), line(c, p, ms(at + 0.1), "lp_nvrm"),
+                  line(c, p, ms(at + 1), "lp_del", f' name="nvmelabtest{bus - 0xe0}n1"'),
                   line(c, p, ms(at + 5.1), "lp_bd_nvrm_ret"), line(c, p, ms(at + 5.1), "lp_nvrm_ret")]
     trace += [line(c, p, ms(30), "lp_del", f' name="{pci(0xe1)}"'),
               line(c, p, ms(31), "lp_del", f' name="{pci(0xe2)}"'), line(c, p, ms(31.5), "lp_bd_unlock")]
@@ -260,3 +270,33 @@ def test_cpu_window_is_null_when_it_cannot_be_trusted(labprobe, tmp_path):
     rep, _ = collect(labprobe, tmp_path, [slot("1", 0xe1, [24])], quiet, window={"trigger": "ok", "ncpus": 2})
     w = rep["cpu_window"]
     assert w["unknown_ms"] == approx(20.5) and w["idle_ms"] == approx(10.5) and w["by_task"] == {"fio": approx(10)}
+
+
+def test_a_removal_needs_both_deletions_and_pciehp(labprobe, tmp_path):
+    """removal-traced wants the pci_dev's and the namespace's deletion, and
+    pciehp-handled the slot's IRQ thread: a slot emptied some other way, or
+    whose namespace deletion was never traced, fails collect."""
+    teardown = slot_teardown("irq/24-pciehp", 301, 0xe1, 100.001)
+    no_ns = [x for x in teardown if "nvmelabtest1n1" not in x]
+    base = [line("<idle>", 0, 100.0, "lp_isr", " irq=24")]
+    for trace, check, detail in (
+            (base + no_ns, "removal-traced", "no block device removal"),
+            # the deletions, but in a thread that is no pciehp IRQ thread
+            (base + [x.replace("irq/24-pciehp-301", "kworker/0:1-301") for x in teardown], "pciehp-handled",
+             "no pciehp IRQ thread")):
+        rep, _ = collect(labprobe, tmp_path, [slot("1", 0xe1, [24])], trace, ok=False)
+        failed = {c["name"]: c["detail"] for c in rep["checks"] if not c["ok"]}
+        assert check in failed and detail in failed[check], failed
+
+
+def test_collect_refuses_a_slot_it_did_not_arm(labprobe, tmp_path):
+    trace = [line("<idle>", 0, 100.0, "lp_isr", " irq=24")] + slot_teardown("irq/24-pciehp", 301, 0xe1, 100.001)
+    r = collect(labprobe, tmp_path, [slot("1", 0xe1, [24])], trace, gone="1,7", ok=None)
+    assert r.returncode == 2 and "--expect-gone slot 7 was not armed" in r.stderr
+
+
+def test_drives_refuses_an_empty_expectation(labprobe):
+    r = run([labprobe, "drives", "--expect", ""], timeout=30)
+    assert r.returncode == 2 and "--expect needs at least one SLOT=SERIAL" in r.stderr
+    r = run([labprobe, "drives", "--timeout", "1"], timeout=30)
+    assert r.returncode == 2 and "--expect needs at least one" in r.stderr

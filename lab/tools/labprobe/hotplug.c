@@ -163,6 +163,8 @@ struct slot {
 #define FIO_UNREPORTED (-2)
 
 enum { T_ISR, T_HANDLED, T_DISC, T_UNBIND, T_UNBOUND, T_PCIDEL, T_BLKDEL, T_N };
+/* beyond the reported phases: pciehp_unconfigure_device in an IRQ thread */
+#define T_UNCONF 8
 
 /* Kill an armed fio group and wait until it is gone: a killed fio's direct
  * writes in flight still land while it exits, and would overwrite what the
@@ -887,7 +889,7 @@ static void parse_trace_line(char *line, struct slot *slots, int n, double armed
 	} else if (irq_thread >= 0 && !strcmp(event, "lp_unconf")) {
 		/* marking happens first thing in pciehp_unconfigure_device; used
 		 * when pci_dev_set_disconnected cannot be probed (it has several static copies) */
-		set_by_irq(slots, n, irq_thread, 8, ts);
+		set_by_irq(slots, n, irq_thread, T_UNCONF, ts);
 	} else if (!strcmp(event, "lp_nvrm") || !strcmp(event, "lp_nvrm_ret")) {
 		int *cur = unbinding_slot(pid);
 
@@ -1066,6 +1068,19 @@ int cmd_collect(int argc, char **argv, struct json_object *out)
 		kept[found] = true;
 	}
 
+	for (int g = 0; g < ngone; g++) {
+		bool found = false;
+
+		for (int i = 0; i < nslots; i++)
+			found |= !strcmp(slots[i].name, gone_names[g]);
+		/* nothing would be checked of it */
+		if (!found) {
+			fprintf(stderr, "labprobe collect: --expect-gone slot %s was not armed\n", gone_names[g]);
+			json_object_put(state);
+			return 2;
+		}
+	}
+
 	/* 1. wait until every expected slot is empty */
 	for (;;) {
 		int left = 0;
@@ -1195,7 +1210,7 @@ int cmd_collect(int argc, char **argv, struct json_object *out)
 			for (int g = 0; g < ngone; g++)
 				expected |= !strcmp(slots[i].name, gone_names[g]);
 			if (slots[i].t[T_DISC] < 0)	/* see lp_unconf */
-				slots[i].t[T_DISC] = slots[i].t[8];
+				slots[i].t[T_DISC] = slots[i].t[T_UNCONF];
 			json_object_object_add(o, "slot", json_object_new_string(slots[i].name));
 			json_object_object_add(o, "expected_gone", json_object_new_boolean(expected));
 			json_object_object_add(o, "gone", json_object_new_boolean(slots[i].gone));
@@ -1240,9 +1255,20 @@ int cmd_collect(int argc, char **argv, struct json_object *out)
 				double g = slots[i].t[T_BLKDEL] > slots[i].t[T_PCIDEL] ?
 					   slots[i].t[T_BLKDEL] : slots[i].t[T_PCIDEL];
 
-				check(&c, g >= 0, "removal-traced", "slot %s: %s", slots[i].name,
-				      g >= 0 ? "pci_dev and block device removal traced" :
-				      "no removal event traced");
+				bool pci = slots[i].t[T_PCIDEL] >= 0, blk = !slots[i].nns || slots[i].t[T_BLKDEL] >= 0;
+
+				/* both removals: a slot whose namespace outlived its
+				 * pci_dev (or the other way round) is no clean removal */
+				check(&c, pci && blk, "removal-traced", "slot %s: %s", slots[i].name,
+				      pci && blk ? "pci_dev and block device removal traced" :
+				      pci ? "pci_dev removal traced, no block device removal" :
+				      blk ? "no pci_dev removal traced" : "no removal event traced");
+				/* by pciehp: a surprise removal's presence or link
+				 * change, or an orderly one's unconfigure, in the
+				 * slot's (or the hotplug port above's) IRQ thread */
+				check(&c, slots[i].t[T_HANDLED] >= 0 || slots[i].t[T_UNCONF] >= 0, "pciehp-handled",
+				      "slot %s: %s", slots[i].name, slots[i].t[T_HANDLED] >= 0 || slots[i].t[T_UNCONF] >= 0 ?
+				      "pciehp's IRQ thread tore it down" : "no pciehp IRQ thread handled its removal");
 				if (g >= 0 && t0 >= 0) {
 					gone_ms[ng++] = (g - t0) * 1e3;
 					if (g > last_gone)
@@ -1386,6 +1412,12 @@ int cmd_drives(int argc, char **argv, struct json_object *out)
 			fprintf(stderr, "labprobe drives: unknown argument '%s'\n", argv[i]);
 			return 2;
 		}
+	}
+	/* an empty list would pass with nothing checked (a re-add that
+	 * reported no drive): name the mistake instead */
+	if (nwant <= 0) {
+		fprintf(stderr, "labprobe drives: --expect needs at least one SLOT=SERIAL\n");
+		return 2;
 	}
 	check_init(&c);
 	for (int w = 0; w < nwant; w++) {

@@ -48,12 +48,21 @@ void kprobes_remove(const char *group, const struct kprobe_def *p, size_t n)
  * waiting for CPU1's IPI answer, CPU1 trapping on the int3 in __schedule()
  * with interrupts off). One rare event left enabled in an instance of its
  * own keeps the probe registered: __schedule() is patched once, at the
- * first arm, and never again. */
+ * first arm, and never again.
+ * The same goes for the sched_switch event that arm's cpu_window enables
+ * (window.c) beside that probe: a tracepoint with one probe calls it
+ * directly, with two it calls an iterator, and going from one to two (and
+ * back at collect) patches the call site again. The pin instance also
+ * enables sched_switch itself, filtered to record nothing (no pid is
+ * negative), so the tracepoint has two probes from the first arm on and
+ * cpu_window's comes and goes without a patch. */
 void trace_pin_cmdline(void)
 {
 	mkdir(TRACEFS "/instances/labprobe-pin", 0755);
 	append(TRACEFS "/instances/labprobe-pin/buffer_size_kb", "4");
 	append(TRACEFS "/instances/labprobe-pin/events/oom/mark_victim/enable", "1");
+	append(TRACEFS "/instances/labprobe-pin/events/sched/sched_switch/filter", "prev_pid < 0");
+	append(TRACEFS "/instances/labprobe-pin/events/sched/sched_switch/enable", "1");
 }
 
 int kprobes_arm(const char *group, const struct kprobe_def *p, size_t n, struct json_object *out)
