@@ -405,3 +405,18 @@ def test_log_window_records_the_canary():
                                          "3")
     assert r["log_window"]["canary"] == {"fired_at": "end", "line": line, "at_scan": 3}
     assert r["status"] == "fail" and r["findings"] == [canary]
+
+
+def test_methods_that_disagree_fail_the_record():
+    """methods_agree false (tracepoints and kprobes more than the tolerance
+    apart, or one of them missing a phase) is a finding; stock (no
+    tracepoints, no methods_agree) and agreeing methods are none."""
+    assert lab_results.lab_method_findings({}) == []
+    assert lab_results.lab_method_findings({"methods_agree": True}) == []
+    (f,) = lab_results.lab_method_findings({"methods_agree": False, "method_disagreement_ms": {
+        "handled": 0.3, "disconnected": None, "isr": 40.0}})
+    assert f["kind"] == "method-disagreement"
+    assert "disconnected seen by one method only" in f["line"] and "handled" not in f["line"]
+    (f,) = lab_results.lab_method_findings({"methods_agree": False, "method_disagreement_ms": {
+        "handled": 12.5, "disconnected": 0.1}})
+    assert "handled 12.5 ms apart" in f["line"]

@@ -150,6 +150,22 @@ def lab_removal_metrics(reports):
     return metrics
 
 
+def lab_method_findings(metrics):
+    """A finding when the series' tracepoints and the kprobes disagree on
+    when pciehp handled or marked a yanked slot (metrics.methods_agree
+    false: more than METHOD_TOLERANCE_MS apart, or one method saw the phase
+    and the other did not); none without tracepoints (stock, distro)."""
+    if (metrics or {}).get("methods_agree", True):
+        return []
+    dis = metrics.get("method_disagreement_ms") or {}
+    return [{"kind": "method-disagreement",
+             "line": "tracepoints and kprobes disagree: " + ", ".join(
+                 f"{p} {'seen by one method only' if dis.get(p) is None else str(dis[p]) + ' ms apart'}"
+                 for p in ("handled", "disconnected")
+                 if dis.get(p) is None or dis[p] > METHOD_TOLERANCE_MS)
+             + f" (tolerance {METHOD_TOLERANCE_MS} ms)", "context": []}]
+
+
 BREAKDOWN_PARTS = ["lock_wait_ms", "lock_held_ms", "unbind_ms", "structural_ms", "cpu_ms"]
 BREAKDOWN_WAITS = ["synchronize_rcu", "synchronize_srcu", "blk_mq_freeze_queue_wait", "free_irq", "del_gendisk",
                    "device_del"]
@@ -445,6 +461,7 @@ class FilterModule:
             "lab_hpslot_serials": lab_hpslot_serials,
             "lab_step_reports": lab_step_reports,
             "lab_removal_metrics": lab_removal_metrics,
+            "lab_method_findings": lab_method_findings,
             "lab_breakdown_metrics": lab_breakdown_metrics,
             "lab_scaling_metrics": lab_scaling_metrics,
             "lab_disconnect_metrics": lab_disconnect_metrics,
