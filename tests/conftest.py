@@ -155,14 +155,20 @@ def booted_vm(prefix, run_id, what, *extra):
     remove_domain(name)
 
 
+# The shared lab VM's run (lab_vm), at small sizes; test_canary.py runs
+# the same with lab_canary=true.
+LAB_VM_PROFILE = ("lab_slots=6", "lab_drives=4", "lab_aer_observe=8",
+                  {"lab_scenarios": ["smoke", "bulk-surprise-removal", "quick-swap", "storm", "aer-recovery",
+                                     "orderly-removal", "hot-add-bulk", "bulk-scaling"],
+                   "lab_quickswap_delays_ms": [2000, 0], "lab_quickswap_settle": 3,
+                   "lab_storm_actions": 12, "lab_storm_max_gap_ms": 500, "lab_storm_seed": 4242})
+
+
 @pytest.fixture(scope="session")
 def lab_vm():
     """One booted lab VM (patched kernel, 6 slots, 4 drives), shared by the
     tests that need a guest; its run also does smoke, a bulk surprise
-    removal of all 4 drives, quick-swap, storm and aer-recovery at small
-    sizes. Torn down at the end of the session."""
-    yield from booted_vm(TEST_PREFIX, tagged("test-lab-vm"), "the test VM", "lab_slots=6", "lab_drives=4",
-                         {"lab_scenarios": ["smoke", "bulk-surprise-removal", "quick-swap", "storm", "aer-recovery"],
-                          "lab_quickswap_delays_ms": [2000, 0], "lab_quickswap_settle": 3,
-                          "lab_storm_actions": 12, "lab_storm_max_gap_ms": 500, "lab_storm_seed": 4242},
-                         "lab_aer_observe=8")
+    removal of all 4 drives, quick-swap, storm, aer-recovery,
+    orderly-removal, hot-add-bulk and bulk-scaling (1, 2 and 4 drives) at
+    small sizes. Torn down at the end of the session."""
+    yield from booted_vm(TEST_PREFIX, tagged("test-lab-vm"), "the test VM", *LAB_VM_PROFILE)

@@ -11,12 +11,12 @@ import re
 
 import pytest
 
-from conftest import REPO, playbook, remove_domain, tagged
+from conftest import LAB_VM_PROFILE, REPO, playbook, remove_domain, tagged
 
 PREFIX = tagged("pciehp-test-can")
 RUN_ID = tagged("test-canary")
 # the scenarios of the shared lab VM's run (conftest.lab_vm), as small
-SCENARIOS = ["smoke", "bulk-surprise-removal", "quick-swap", "storm", "aer-recovery"]
+SCENARIOS = LAB_VM_PROFILE[-1]["lab_scenarios"]
 # a step that failed because its scan found the canary, and only that
 STEP_FROM_LOG = re.compile(r"^[a-z-]+ failed \(exit 1\): kernel-log-clean$")
 
@@ -24,10 +24,7 @@ STEP_FROM_LOG = re.compile(r"^[a-z-]+ failed \(exit 1\): kernel-log-clean$")
 @pytest.fixture(scope="module")
 def canary_run():
     remove_domain(f"{PREFIX}-1")
-    r = playbook("lab_name_prefix=" + PREFIX, "lab_run_id=" + RUN_ID, "lab_canary=true", "lab_slots=6",
-                 "lab_drives=4", {"lab_scenarios": SCENARIOS, "lab_quickswap_delays_ms": [2000, 0],
-                                  "lab_quickswap_settle": 3, "lab_storm_actions": 12, "lab_storm_max_gap_ms": 500,
-                                  "lab_storm_seed": 4242}, "lab_aer_observe=8")
+    r = playbook("lab_name_prefix=" + PREFIX, "lab_run_id=" + RUN_ID, "lab_canary=true", *LAB_VM_PROFILE)
     remove_domain(f"{PREFIX}-1")
     summary = REPO / "results" / RUN_ID / "summary.json"
     assert summary.is_file(), "no summary.json:\n" + r.stdout[-6000:] + r.stderr[-2000:]

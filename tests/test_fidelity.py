@@ -41,7 +41,11 @@ def fidelity_vm():
                          # a host shared with other VMs boots TCG guests slowly; a
                          # guest that never comes up still fails
                          "lab_boot_timeout=900",
-                         {"lab_scenarios": ["smoke", "bulk-surprise-removal", "dpc-surprise-down"]})
+                         {"lab_scenarios": ["smoke", "bulk-surprise-removal", "dpc-surprise-down",
+                                            "pme-runtime-suspend", "disconnect-flag"],
+                          # disconnect-flag at its smallest: 1 and 4 drives at one timeout, both flags
+                          "lab_disconnect_sizes": [1, 4], "lab_disconnect_timeouts_us": [TIMEOUT_US],
+                          "lab_disconnect_flags": ["marked", "unmarked"]})
 
 
 def emulator():
@@ -288,3 +292,23 @@ def test_hot_add_into_a_suspended_port_is_woken_by_pme(fidelity_vm):
         vm.agent("cd /sys/kernel/tracing && echo 0 > events/kprobes/lab_pme_work/enable; "
                  "echo '-:lab_pme_work' >> kprobe_events")
         hpslot("remove", "--surprise", "--wait-guest", "20", vm.name, "5")
+
+
+def test_pme_runtime_suspend_passes(fidelity_vm):
+    # pcie_port_pm=force is on the fidelity VM's command line: not skipped
+    rec = {r["name"]: r for r in fidelity_vm.summary["scenarios"]}["pme-runtime-suspend"]
+    assert rec["status"] == "pass", (rec["status"], rec["findings"])
+
+
+def test_disconnect_flag_marks_and_the_unmarked_pass_reads_removed_drives(fidelity_vm):
+    # the patched kernel's switch (pciehp.debug_keep_connected): marked, no
+    # read reaches a removed drive; unmarked, some do (QEMU's count); both
+    # passes timed at 1 and 4 drives
+    rec = {r["name"]: r for r in fidelity_vm.summary["scenarios"]}["disconnect-flag"]
+    assert rec["status"] == "pass", (rec["status"], rec["findings"])
+    m, t = rec["metrics"], str(TIMEOUT_US)
+    assert m["keep_connected_switch"] is True
+    for flag in ("marked", "unmarked"):
+        assert all(m["T_ms"][t][flag][n] for n in ("1", "4")), m["T_ms"]
+    reads = {flag: sum(m["absent_reads"][t][flag][n]["total"] for n in ("1", "4")) for flag in ("marked", "unmarked")}
+    assert reads["marked"] == 0 and reads["unmarked"] > 0, reads

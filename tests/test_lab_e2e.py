@@ -117,3 +117,19 @@ def test_aer_recovery_keeps_the_drive_through_both_errors(lab_vm):
         assert set(m["fio_outcomes"]) <= {"went-on", "completed", "io-error"}, (name, m)
     assert errors["SDN"]["slot_resets"][0] >= 1, errors["SDN"]
     assert errors["COMP_TIME"]["slot_resets"] == [0], errors["COMP_TIME"]
+
+
+def test_every_scenario_of_the_run_passed_with_its_data(lab_vm):
+    """Each scenario of the shared run (conftest.LAB_VM_PROFILE) ran, passed,
+    had its whole kernel-log window scanned, and recorded what it measures."""
+    from conftest import LAB_VM_PROFILE
+    recs = {r["name"]: r for r in lab_vm.summary["scenarios"]}
+    assert sorted(recs) == sorted(LAB_VM_PROFILE[-1]["lab_scenarios"])
+    for name, r in recs.items():
+        assert r["status"] == "pass" and r["iterations"] >= 1, (name, r["status"], r["findings"])
+        w = r["log_window"]
+        assert w["since_seq"] is not None and w["restarted"] is False and w["unscanned_records"] is not None, name
+    # bulk-scaling: T(N) of 1, 2 and 4 drives, each measured
+    t = recs["bulk-scaling"]["metrics"]["T_ms"]
+    assert sorted(t, key=int) == ["1", "2", "4"] and all(v and v > 0 for v in t.values()), t
+    assert recs["hot-add-bulk"]["failures"] == 0 and recs["orderly-removal"]["failures"] == 0
