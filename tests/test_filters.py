@@ -420,3 +420,16 @@ def test_methods_that_disagree_fail_the_record():
     (f,) = lab_results.lab_method_findings({"methods_agree": False, "method_disagreement_ms": {
         "handled": 12.5, "disconnected": 0.1}})
     assert "handled 12.5 ms apart" in f["line"]
+
+
+def test_a_yank_that_left_its_device_is_a_finding():
+    """hpslot remove's leftover: QEMU kept the device, hpslot deleted it
+    afterwards: the step exited 0, the iteration still fails."""
+    yank = {"rc": 0, "stdout": json.dumps({"command": "remove", "ok": True, "slots": [
+        {"slot": "1", "result": "removed", "leftover": "none"},
+        {"slot": "2", "result": "removed", "leftover": "deleted"}]})}
+    r = lab_results.lab_step_reports([yank], ["yank"])
+    assert not r["ok"] and [f["kind"] for f in r["findings"]] == ["leftover"]
+    assert "slot 2" in r["findings"][0]["line"]
+    clean = {"rc": 0, "stdout": json.dumps({"ok": True, "slots": [{"slot": "1", "leftover": "none"}]})}
+    assert lab_results.lab_step_reports([clean], ["yank"])["ok"]

@@ -61,7 +61,8 @@ def lab_hpslot_serials(stdout):
 def lab_step_reports(results, names):
     """One iteration of a scenario from its registered steps (guest probe
     and host actuator calls, all printing JSON): ok only when every step ran
-    and exited 0; failed steps and failed checks become findings."""
+    and exited 0; failed steps and failed checks become findings, and so
+    does a slot that hpslot's yank left behind (leftover)."""
     steps, findings, ok = {}, [], True
     for name, r in zip(names, results):
         if r.get("skipped"):
@@ -83,6 +84,13 @@ def lab_step_reports(results, names):
                              + (f": {names_failed}" if names_failed else ""),
                              "context": lines[:40]})
         findings += (report or {}).get("findings", [])
+        # hpslot remove: a device the yank did not remove (QEMU kept it and
+        # hpslot deleted it with device_del) was not surprise-removed
+        for slot in (report or {}).get("slots") or []:
+            if isinstance(slot, dict) and slot.get("leftover") not in (None, "none"):
+                findings.append({"kind": "leftover", "line": f"{name}: slot {slot.get('slot')}: the yank left "
+                                 f"its device in QEMU ({slot['leftover']}): not a surprise removal",
+                                 "context": [json.dumps(slot, sort_keys=True)[:1000]]})
     return {"ok": ok and not findings, "steps": steps, "findings": findings}
 
 
