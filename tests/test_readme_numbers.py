@@ -1,5 +1,5 @@
-"""The README's measured Lightning tables match the committed result files
-they name: each table's numbers are recomputed from the last
+"""The measured Lightning tables (README.md and docs/*.md) match the
+committed result files they name: each table's numbers are recomputed from the last
 reference-results/<run>/summary.json its section names before the table
 (scenario disconnect-flag, devices marked disconnected). A number typed by
 hand, or a result file replaced without the README, fails here."""
@@ -16,9 +16,9 @@ REF = re.compile(r"reference-results/([A-Za-z0-9_.-]+)/summary\.json")
 
 def tables():
     """(section title, run, header cells, rows of cells) of every Lightning table."""
-    text = (REPO / "README.md").read_text()
+    text = "\n".join(p.read_text() for p in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))])
     out = []
-    for section in re.split(r"\n(?=#{2,3} )", text):
+    for section in re.split(r"\n(?=#{1,3} )", text):
         lines = section.splitlines()
         for i, line in enumerate(lines):
             if not line.startswith(HEADER):
