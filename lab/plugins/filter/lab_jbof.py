@@ -3,6 +3,12 @@ jbof-concurrent): which slots to act on, and per-drive and whole-JBOF
 removal times from labprobe collect."""
 
 import json
+import os
+import sys
+
+# shared helpers, one copy (lab/plugins/lab_common.py)
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from lab_common import json_object  # noqa: E402
 
 # What QEMU 7.2 answers when a switch is hot-added (jbof-yank records it
 # again on every run, so a QEMU that can do it would show).
@@ -14,16 +20,6 @@ SWITCH_HOTADD_NOTE = (
     "existing upstream port). A JBOF with its slots cannot come back by hotplug; the lab restores "
     "it by restarting the VM (destroy + start from the same definition: the switch, its ports and "
     "the same drive files cold-plugged again) and then checks and write-verifies its drives.")
-
-
-def _js(text):
-    if isinstance(text, dict):
-        return text
-    try:
-        value = json.loads(text)
-        return value if isinstance(value, dict) else None
-    except (TypeError, ValueError):
-        return None
 
 
 def lab_jbof_drive_slots(jbof_map, jbofs=None, per_jbof=0):
@@ -111,7 +107,7 @@ def lab_vm_restart_report(result):
     if result is None or result.get("skipped"):
         return {"ok": False, "ran": False}
     rep = {"ok": result.get("rc") == 0, "ran": True}
-    rep.update(_js(result.get("stdout", "")) or {})
+    rep.update(json_object(result.get("stdout", "")) or {})
     if not rep["ok"]:
         rep["error"] = (result.get("stderr") or "").strip().splitlines()[-5:]
     return rep
@@ -123,7 +119,7 @@ def lab_switch_hotadd(upstream, downstream):
     def answer(r):
         if r is None or r.get("skipped"):
             return "not tried"
-        doc = _js(r.get("stdout", "")) or {}
+        doc = json_object(r.get("stdout", "")) or {}
         if "return" in doc and r.get("rc") == 0:
             return "ok"
         err = doc.get("error", {}).get("desc") if isinstance(doc.get("error"), dict) else None
@@ -168,7 +164,7 @@ def lab_jbof_iteration(steps_report, restart, extra=None):
 def lab_orderly_results(result):
     """hpslot remove --orderly --json run asynchronously: per slot its
     result and seconds from device_del (the attention button) to DEVICE_DELETED."""
-    doc = _js((result or {}).get("stdout", "")) or {}
+    doc = json_object((result or {}).get("stdout", "")) or {}
     return [{"slot": s.get("slot"), "result": s.get("result"), "deleted_after_s": s.get("deleted_after_s")}
             for s in doc.get("slots", [])]
 

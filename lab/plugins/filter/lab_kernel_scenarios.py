@@ -2,17 +2,13 @@
 patched: sleep-replacement (0004) and aer-reset-storm (0002)."""
 
 import json
+import os
 import re
+import sys
 
-
-def _js(text):
-    if isinstance(text, dict):
-        return text
-    try:
-        value = json.loads(text)
-        return value if isinstance(value, dict) else None
-    except (TypeError, ValueError):
-        return None
+# shared helpers, one copy (lab/plugins/lab_common.py)
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from lab_common import json_object  # noqa: E402
 
 
 def _slot_view(view_report, slot):
@@ -45,7 +41,7 @@ def lab_sleep_replacement_report(rep, slot, add_result, view_result):
     guest showed and whether the kernel logged the replacement."""
     rep = dict(rep)
     steps = rep.get("steps") or {}
-    add = steps.get("add") or _js((add_result or {}).get("stdout", "")) or {}
+    add = steps.get("add") or json_object((add_result or {}).get("stdout", "")) or {}
     new = (add.get("slots") or [{}])[0]
     view = steps.get("view-after-wake") or {}
     before = _guest_sees(_slot_view(steps.get("view-before"), slot))
@@ -110,7 +106,7 @@ def lab_aer_storm_round(rep, round_no, kind, slot_a, slot_b, view_result, clean_
     showed and whether the stale slot had to be cleaned."""
     rep = dict(rep)
     steps = rep.get("steps") or {}
-    view = steps.get("view-after") or _js((view_result or {}).get("stdout", "")) or {}
+    view = steps.get("view-after") or json_object((view_result or {}).get("stdout", "")) or {}
     a = _guest_sees(_slot_view(view, slot_a))
     b = _guest_sees(_slot_view(view, slot_b))
     failed = [c for c in view.get("checks") or [] if not c.get("ok")]
@@ -197,7 +193,7 @@ def lab_aer_storm_metrics(reports):
 # ---- pme-runtime-suspend -----------------------------------------------------
 
 def _pme_port(result):
-    rep = _js((result or {}).get("stdout", "")) or {}
+    rep = json_object((result or {}).get("stdout", "")) or {}
     return (rep.get("ports") or [{}])[0]
 
 
@@ -205,7 +201,7 @@ def lab_pme_runtime_report(rep, before, suspended):
     """An iteration of pme-runtime-suspend: its steps' report plus the port's
     PME state before and while runtime suspended."""
     rep = dict(rep)
-    sus = _js((suspended or {}).get("stdout", "")) or {}
+    sus = json_object((suspended or {}).get("stdout", "")) or {}
     rep["pme"] = {"before": _pme_port(before), "suspended": _pme_port(suspended),
                   "kprobe_hits": sus.get("kprobe_hits"), "seconds_to_suspend": sus.get("seconds")}
     return rep

@@ -1,10 +1,16 @@
 """Filters between the guest probe, the scenarios and the results files."""
 
 import json
+import os
 import re
 import statistics
+import sys
 
 from ansible.errors import AnsibleFilterError
+
+# shared helpers, one copy (lab/plugins/lab_common.py)
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from lab_common import json_object, p50_max  # noqa: E402
 
 
 def lab_probe_drive_args(slot_map):
@@ -33,27 +39,19 @@ def lab_probe_report(stdout, rc, stderr=""):
     return report
 
 
-def _json_or_none(text):
-    try:
-        value = json.loads(text)
-        return value if isinstance(value, dict) else None
-    except (TypeError, ValueError):
-        return None
-
-
 def lab_read_json(path):
     """A JSON object from a file on the controller; None if it is missing
     or not a JSON object (a VM whose watchdog never sampled it)."""
     try:
         with open(path) as f:
-            return _json_or_none(f.read())
+            return json_object(f.read())
     except OSError:
         return None
 
 
 def lab_hpslot_serials(stdout):
     """SLOT=SERIAL for every drive `hpslot add --json` put in a slot."""
-    report = _json_or_none(stdout) or {}
+    report = json_object(stdout) or {}
     return [f"{s['slot']}={s['serial']}" for s in report.get("slots", [])
             if s.get("serial") and s.get("result", "ok") in ("ok", "added")]
 
@@ -71,7 +69,7 @@ def lab_step_reports(results, names):
                              "context": []})
             steps[name] = None
             continue
-        report = _json_or_none(r.get("stdout", ""))
+        report = json_object(r.get("stdout", ""))
         steps[name] = report
         if r.get("rc") != 0:
             ok = False
@@ -94,13 +92,6 @@ def lab_step_reports(results, names):
     return {"ok": ok and not findings, "steps": steps, "findings": findings}
 
 
-def _p50_max(values):
-    values = sorted(v for v in values if v is not None)
-    if not values:
-        return {"p50": None, "max": None, "n": 0}
-    return {"p50": round(values[len(values) // 2], 3), "max": round(values[-1], 3), "n": len(values)}
-
-
 METHOD_TOLERANCE_MS = 5.0
 
 
@@ -121,7 +112,7 @@ def lab_removal_metrics(reports):
         last_gone.append(collect.get("last_gone_ms"))
         yank = (rep.get("steps") or {}).get("yank") or {}
         paused.append(yank.get("paused_ms"))
-    metrics = {f"{p}_ms": _p50_max(v) for p, v in per_phase.items()}
+    metrics = {f"{p}_ms": p50_max(v) for p, v in per_phase.items()}
     # what the guest's CPUs did in each yank's window (labprobe window.c)
     metrics["cpu_window"] = [((rep.get("steps") or {}).get("collect") or {}).get("cpu_window") for rep in reports]
     # every drive's figure, for the latency distribution plots (lab-report)
@@ -140,7 +131,7 @@ def lab_removal_metrics(reports):
         for p, v in (collect.get("method_disagreement_ms") or {}).items():
             disagree[p].append(v if v is not None else float("inf"))
     if any(tp.values()):
-        metrics["tracepoint_ms"] = {p: _p50_max(v) for p, v in tp.items()}
+        metrics["tracepoint_ms"] = {p: p50_max(v) for p, v in tp.items()}
         metrics["method_disagreement_ms"] = {
             p: (None if not v or max(v) == float("inf") else round(max(v), 3)) for p, v in disagree.items()}
         # handled and disconnected: both methods mark the same code in the
@@ -152,8 +143,8 @@ def lab_removal_metrics(reports):
         metrics["methods_agree"] = all(
             metrics["method_disagreement_ms"].get(p) is not None
             and metrics["method_disagreement_ms"][p] <= METHOD_TOLERANCE_MS for p in ("handled", "disconnected"))
-    metrics["last_gone_ms"] = _p50_max(last_gone)
-    metrics["yank_pause_ms"] = _p50_max(paused)
+    metrics["last_gone_ms"] = p50_max(last_gone)
+    metrics["yank_pause_ms"] = p50_max(paused)
     metrics["clock"] = "guest CLOCK_MONOTONIC via tracefs (trace_clock=mono), 1 us resolution"
     return metrics
 
@@ -422,7 +413,6 @@ def lab_format_phase(item):
     return f"{item['key']:<28} {float(value):9.2f}" if value is not None else f"{item['key']:<28}       n/a"
 
 
-
 def lab_log_window_merge(record, start, end, canary_at=None):
     """A scenario's record with its kernel-log window closed (labprobe
     log-window, run before and after the scenario): the findings of the
@@ -436,7 +426,7 @@ def lab_log_window_merge(record, start, end, canary_at=None):
     rec = dict(record)
     found = list(rec.get("findings") or [])
     new = []
-    st = _json_or_none((start or {}).get("stdout", "")) if not (start or {}).get("skipped") else None
+    st = json_object((start or {}).get("stdout", "")) if not (start or {}).get("skipped") else None
     if not st or st.get("since_seq") is None:
         new.append({"kind": "probe-error", "line": "log-window start failed: the scenario's kernel log window "
                     "was not opened", "context": [str((start or {}).get("stderr") or (start or {}).get("msg"))[:300]]})

@@ -4,16 +4,12 @@ comparison, and each scenario's per-iteration report and metrics."""
 
 import hashlib
 import json
+import os
+import sys
 
-
-def _js(text):
-    if isinstance(text, dict):  # a JSON text Ansible's templating already turned into a dict
-        return text
-    try:
-        value = json.loads(text)
-        return value if isinstance(value, dict) else None
-    except (TypeError, ValueError):
-        return None
+# shared helpers, one copy (lab/plugins/lab_common.py)
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from lab_common import json_object, p50_max  # noqa: E402
 
 
 def _tail(text, n=20):
@@ -33,7 +29,7 @@ def lab_storm_seed(seed, run_id, vm_index):
 
 def lab_slot_states(status_stdout, slots=None):
     """{slot: serial or None} from `hpslot status --json` (None: empty)."""
-    report = _js(status_stdout) or {}
+    report = json_object(status_stdout) or {}
     states = {}
     for s in report.get("slots", []):
         if slots is None or s["slot"] in [int(x) for x in slots]:
@@ -55,7 +51,7 @@ def lab_layout_fix(status_stdout, drive_slots, slots, recycle=()):
     answered}. Drive slots in `recycle` are emptied and refilled even when
     QEMU has a drive there: after a failed iteration the guest may hold a
     controller without a namespace that QEMU's view cannot tell apart."""
-    report = _js(status_stdout)
+    report = json_object(status_stdout)
     if not report or not report.get("ok"):
         return {"ok": False, "extra": [], "missing": [], "recycled": [], "changed": False}
     states = lab_slot_states(status_stdout, slots)
@@ -73,7 +69,7 @@ def lab_view_vs_qemu(view_stdout, status_stdout, slots):
     (labprobe view): a list of mismatches, [] when they agree. Occupied
     means the same serial, the PCI function bound, a namespace block device;
     empty means no PCI function and no NVMe controller."""
-    view = _js(view_stdout) or {}
+    view = json_object(view_stdout) or {}
     qemu = lab_slot_states(status_stdout, slots)
     guest = {str(s.get("slot")): s for s in view.get("slots", [])}
     out = []
@@ -104,7 +100,7 @@ def lab_step(result, name):
     if result is None or result.get("skipped"):
         return {"name": name, "ran": False, "ok": False, "rc": None, "report": None, "stderr": []}
     rc = result.get("rc")
-    return {"name": name, "ran": True, "ok": rc == 0, "rc": rc, "report": _js(result.get("stdout", "")),
+    return {"name": name, "ran": True, "ok": rc == 0, "rc": rc, "report": json_object(result.get("stdout", "")),
             "stderr": _tail(result.get("stderr", ""), 10), "stdout_tail": _tail(result.get("stdout", ""), 3)}
 
 
@@ -376,13 +372,6 @@ def lab_hotadd_metrics(reports, drives):
             "note": "present_after_s counts from labprobe's start, after the add returned"}
 
 
-def _p50_max(values):
-    values = sorted(v for v in values if v is not None)
-    if not values:
-        return {"p50": None, "max": None, "n": 0}
-    return {"p50": round(values[len(values) // 2], 3), "max": round(values[-1], 3), "n": len(values)}
-
-
 def lab_aer_metrics(reports):
     """aer-recovery: per injected error, runs and failures, the AER
     service's recovery times (ms from the port's interrupt) and how the
@@ -404,9 +393,9 @@ def lab_aer_metrics(reports):
             outcome = s.get("fio_outcome", "none")
             m["fio_outcomes"][outcome] = m["fio_outcomes"].get(outcome, 0) + 1
     for m in out.values():
-        m["recovery_begin_ms"] = _p50_max(m.pop("_begin"))
-        m["recovery_end_ms"] = _p50_max(m.pop("_end"))
-        m["slot_reset_ms"] = _p50_max(m.pop("_reset"))
+        m["recovery_begin_ms"] = p50_max(m.pop("_begin"))
+        m["recovery_end_ms"] = p50_max(m.pop("_end"))
+        m["slot_reset_ms"] = p50_max(m.pop("_reset"))
     return {"errors": out,
             "note": "ms from the first interrupt of the slot's root port (pciehp_isr is called first: the port "
                     "services share one MSI vector) to pcie_do_recovery's entry and return and to "
