@@ -45,7 +45,8 @@ def expected(summary, column, timeout):
     if m:
         t = record(summary, m[1])["T_ms"][timeout]["marked"][m[2]]
         return str(round(t)) if t is not None else "n/a"
-    if column == "reads of removed drives, stock / patched":
+    if column == "reads of removed drives, stock / patched" or re.fullmatch(
+            r"reads of removed drives in the \d+ yanks, stock / patched", column):
         n = max(int(k) for k in record(summary, "patched")["absent_reads"][timeout]["marked"])
         return " / ".join(str(record(summary, v)["absent_reads"][timeout]["marked"][str(n)]["total"])
                           for v in ("stock", "patched"))
