@@ -206,7 +206,8 @@ def test_report_page_renders_with_its_plots(scale_run):
 
 
 def test_report_of_a_bulk_run_has_the_latency_distribution(lab_vm):
-    check_report(lab_vm.run_dir, ["latency", "rates", "phases"])
+    # the lab VM's run has bulk-scaling too (conftest.LAB_VM_PROFILE): its plot
+    check_report(lab_vm.run_dir, ["latency", "scaling", "rates", "phases"])
 
 
 # ---- the filters, without a VM -----------------------------------------------

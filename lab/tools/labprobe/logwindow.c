@@ -77,7 +77,10 @@ static int canary_write(const char *token)
 	if (strcmp(kmsg, "/dev/kmsg"))
 		n = snprintf(rec, sizeof(rec), "12,%llu,0,-;%s\n", kmsg_last_seq() + 1, msg);
 	else
-		n = snprintf(rec, sizeof(rec), "<4>%s", msg);
+		/* the newline ends the record: without it the kernel keeps the
+		 * record open for a continuation, and readers see it only once
+		 * the next record arrives (in the next scenario's window) */
+		n = snprintf(rec, sizeof(rec), "<4>%s\n", msg);
 	fd = open(kmsg, O_WRONLY | O_APPEND);
 	if (fd < 0)
 		return -errno;
