@@ -82,6 +82,19 @@ def playbook(*extra, playbook_file="lab.yml", timeout=5400, inventories=()):
 
 
 HPSLOT = str(REPO / "lab/tools/hpslot/hpslot")
+LABPROBE = REPO / "lab/tools/labprobe/labprobe"
+# a labprobe that abort()ed or freed garbage: SIGABRT or SIGSEGV, as
+# returncode or shell status
+CRASHES = {-6, -11, 134, 139}
+
+
+@pytest.fixture(scope="module")
+def labprobe():
+    """labprobe built for this host (the guest tool's unit tests run it with
+    its LABPROBE_* test hooks, never on the host's own log or tracefs)."""
+    r = run(["make", "-C", "lab/tools", "labprobe/labprobe"], timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return str(LABPROBE)
 
 
 def hpslot(*args):

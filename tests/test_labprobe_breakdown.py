@@ -17,23 +17,14 @@ import pathlib
 
 import pytest
 
-from conftest import REPO, run
+from conftest import CRASHES, run
 
-LABPROBE = REPO / "lab/tools/labprobe/labprobe"
-CRASHES = {-6, -11, 134, 139}
 WAITS = ["synchronize_rcu", "synchronize_srcu", "blk_mq_freeze_queue_wait", "free_irq", "del_gendisk",
          "device_del"]
 BD_PROBES = ["lp_bd_lock", "lp_bd_lock_ret", "lp_bd_unlock", "lp_bd_nvrm_ret"] + [
     f"lp_bd_{w}{r}" for w in ("rcu", "srcu", "freeze", "freeirq", "delgd", "devdel") for r in ("", "_ret")]
 HOTPLUG_PROBES = ["lp_isr", "lp_change", "lp_unconf", "lp_disc", "lp_nvrm", "lp_nvrm_ret", "lp_del", "lp_add",
                   "lp_conf", "lp_aer", "lp_rec", "lp_rec_ret", "lp_reset", "lp_unbind"]
-
-
-@pytest.fixture(scope="module")
-def labprobe():
-    r = run(["make", "-C", "lab/tools", "labprobe/labprobe"], timeout=300)
-    assert r.returncode == 0, r.stdout + r.stderr
-    return str(LABPROBE)
 
 
 def start_ticks(pid):

@@ -22,19 +22,10 @@ import re
 
 import pytest
 
-from conftest import REPO, run
+from conftest import CRASHES, REPO, run
 
-LABPROBE = REPO / "lab/tools/labprobe/labprobe"
 FINDINGS_C = REPO / "lab/tools/labprobe/findings.c"
-CRASHES = {-6, -11, 134, 139}
 TAINT = "Not tainted 6.1.0-labtest #1"
-
-
-@pytest.fixture(scope="module")
-def labprobe():
-    r = run(["make", "-C", "lab/tools", "labprobe/labprobe"], timeout=300)
-    assert r.returncode == 0, r.stdout + r.stderr
-    return str(LABPROBE)
 
 
 def record(seq, message, level=4):

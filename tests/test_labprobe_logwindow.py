@@ -12,17 +12,8 @@ import os
 
 import pytest
 
-from conftest import REPO, run
+from conftest import CRASHES, run
 
-LABPROBE = REPO / "lab/tools/labprobe/labprobe"
-CRASHES = {-6, -11, 134, 139}
-
-
-@pytest.fixture(scope="module")
-def labprobe():
-    r = run(["make", "-C", "lab/tools", "labprobe/labprobe"], timeout=300)
-    assert r.returncode == 0, r.stdout + r.stderr
-    return str(LABPROBE)
 
 
 class Guest:

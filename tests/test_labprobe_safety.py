@@ -18,20 +18,11 @@ import subprocess
 
 import pytest
 
-from conftest import REPO, run
+from conftest import CRASHES, REPO, run
 
-LABPROBE = REPO / "lab/tools/labprobe/labprobe"
 SOURCES = REPO / "lab/tools/labprobe"
 SENTINEL = "--sentinel-not-an-option"
 # an abort()/free() of garbage: SIGABRT or SIGSEGV, as returncode or shell status
-CRASHES = {-6, -11, 134, 139}
-
-
-@pytest.fixture(scope="module")
-def labprobe():
-    r = run(["make", "-C", "lab/tools", "labprobe/labprobe"], timeout=300)
-    assert r.returncode == 0, r.stdout + r.stderr
-    return str(LABPROBE)
 
 
 def probe(labprobe, *args, kmsg=None):

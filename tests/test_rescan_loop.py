@@ -18,18 +18,9 @@ import time
 
 import pytest
 
-from conftest import REPO, run
+from conftest import CRASHES, REPO, run
 
-LABPROBE = REPO / "lab/tools/labprobe/labprobe"
-CRASHES = {-6, -11, 134, 139}
 HOOKS = ("LABPROBE_RESCAN", "LABPROBE_RESCAN_STATE", "LABPROBE_LOCK_STAT", "LABPROBE_BOOT_ID", "LABPROBE_KMSG")
-
-
-@pytest.fixture(scope="module")
-def labprobe():
-    r = run(["make", "-C", "lab/tools", "labprobe/labprobe"], timeout=300)
-    assert r.returncode == 0, r.stdout + r.stderr
-    return str(LABPROBE)
 
 
 class Guest:
