@@ -8,7 +8,8 @@
  *     "busy_ms"     CPU time not spent idle in the window, summed over CPUs
  *     "idle_ms"     CPU time the idle task had
  *     "unknown_ms"  CPU time of a CPU that switched no task in the window
- *                   and after it (what ran there is not known)
+ *                   and after it, or of a task whose name labprobe had no
+ *                   room to keep (what ran there is not known)
  *     "busy_pct"    busy_ms / (ms * ncpus): 100 means the vCPUs had no
  *                   time to spare, and the window could only shrink with
  *                   less work
@@ -38,7 +39,7 @@
 
 struct sw {
 	double ts;
-	int cpu, prev, next;	/* prev, next: name index; -1 the idle task */
+	int cpu, prev, next;	/* prev, next: name index; or IDLE, UNKNOWN */
 };
 
 static struct {
@@ -49,22 +50,19 @@ static struct {
 	bool lost, overflow;
 } win;
 
-static const char *const trigger = "enable_event:sched:sched_switch:1";
+static const char *const trigger = "enable_event:sched:sched_switch:1\n";
+/* name indices below 0: the idle task, and a task whose name is not known
+ * (not seen yet, or no room to keep its name) */
+enum { IDLE = -1, UNKNOWN = -2 };
 
 struct json_object *window_arm(const char *instance)
 {
 	struct json_object *o = json_object_new_object();
 	char path[512];
 	long ncpus = sysconf(_SC_NPROCESSORS_ONLN);
-	FILE *f;
-	int ok;
 
 	snprintf(path, sizeof(path), "%s/events/labprobe/lp_isr/trigger", instance);
-	f = fopen(path, "a");
-	ok = f && fprintf(f, "%s\n", trigger) > 0;
-	if (f && fclose(f))
-		ok = 0;
-	json_object_object_add(o, "trigger", json_object_new_string(ok ? "ok" : "could not be set"));
+	json_object_object_add(o, "trigger", json_object_new_string(write_str(path, trigger) ? "could not be set" : "ok"));
 	json_object_object_add(o, "ncpus", json_object_new_int((int)ncpus));
 	return o;
 }
@@ -77,14 +75,14 @@ void window_begin(void)
 	memset(&win, 0, sizeof(win));
 }
 
-/* "kworker/1:2" -> "kworker/N:N"; -1 for the idle task (pid 0) */
+/* "kworker/1:2" -> "kworker/N:N"; IDLE for the idle task (pid 0) */
 static int name_index(const char *comm, int pid)
 {
 	char folded[64];
 	size_t j = 0;
 
 	if (pid == 0)
-		return -1;
+		return IDLE;
 	for (size_t i = 0; comm[i] && j < sizeof(folded) - 1; i++) {
 		if (isdigit((unsigned char)comm[i])) {
 			if (j == 0 || folded[j - 1] != 'N')
@@ -98,9 +96,9 @@ static int name_index(const char *comm, int pid)
 		if (!strcmp(win.names[i], folded))
 			return i;
 	if (win.nnames == MAXNAMES)
-		return MAXNAMES - 1;	/* cannot happen with folded names; stay in bounds */
+		return UNKNOWN;
 	win.names[win.nnames] = strdup(folded);
-	return win.names[win.nnames] ? win.nnames++ : MAXNAMES - 1;
+	return win.names[win.nnames] ? win.nnames++ : UNKNOWN;
 }
 
 /* "prev_comm=fio prev_pid=812 ... ==> next_comm=swapper/1 next_pid=0 ...";
@@ -195,7 +193,7 @@ struct json_object *window_collect(struct json_object *armed, double t0, double 
 		return NULL;
 	}
 	for (int c = 0; c < ncpus; c++) {
-		cur[c] = -2;	/* -2: not known yet */
+		cur[c] = UNKNOWN;	/* until its first switch */
 		since[c] = t0;
 		done[c] = false;
 	}
@@ -214,8 +212,10 @@ struct json_object *window_collect(struct json_object *armed, double t0, double 
 		/* the task that ran until this switch: its prev */
 		who = e->prev;
 		end = e->ts < t1 ? e->ts : t1;
-		if (who < 0)
+		if (who == IDLE)
 			idle += end - since[c];
+		else if (who == UNKNOWN)
+			unknown += end - since[c];
 		else
 			per[who] += end - since[c];
 		if (e->ts >= t1) {
@@ -230,9 +230,9 @@ struct json_object *window_collect(struct json_object *armed, double t0, double 
 		if (done[c])
 			continue;
 		/* no switch after the window on this CPU: its last task ran on */
-		if (cur[c] == -2)
+		if (cur[c] == UNKNOWN)
 			unknown += t1 - since[c];
-		else if (cur[c] < 0)
+		else if (cur[c] == IDLE)
 			idle += t1 - since[c];
 		else
 			per[cur[c]] += t1 - since[c];
