@@ -109,6 +109,20 @@ static bool canary_pending(int *k, char *token, size_t len)
 	return got;
 }
 
+/* where the canary with token was written ("scan-N", "end"), copied into
+ * at; false when it was not */
+static bool canary_fired_at(const char *token, char *at, size_t len)
+{
+	char path[300], line[200];
+	size_t n = strlen(token);
+
+	state_path(path, sizeof(path), "fired");
+	if (read_line(path, line, sizeof(line)) || strncmp(line, token, n) || line[n] != ' ')
+		return false;
+	scopy(at, len, line + n + 1);
+	return true;
+}
+
 static void canary_fired(const char *token, const char *at)
 {
 	char path[300];
@@ -127,12 +141,15 @@ static void canary_fired(const char *token, const char *at)
 void log_window_before_scan(void)
 {
 	char token[100], at[32];
-	int k;
+	int k, scan;
 
-	if (!canary_pending(&k, token, sizeof(token)) || scans_so_far() + 1 < k)
+	if (!canary_pending(&k, token, sizeof(token)))
+		return;
+	scan = scans_so_far() + 1;
+	if (scan < k)
 		return;
 	if (canary_write(token) == 0) {
-		snprintf(at, sizeof(at), "scan-%d", scans_so_far() + 1);
+		snprintf(at, sizeof(at), "scan-%d", scan);
 		canary_fired(token, at);
 	}
 }
@@ -250,12 +267,8 @@ static int end(int argc, char **argv, struct json_object *out)
 	 * restart: written now, so the scan below finds it */
 	if (canary_pending(&k, token, sizeof(token)) || (want[0] && restarted)) {
 		const char *t = token[0] ? token : want;
-		bool fired_before = false;
 
-		state_path(path, sizeof(path), "fired");
-		if (!read_line(path, line, sizeof(line)))
-			fired_before = !strncmp(line, t, strlen(t));
-		if (!fired_before && canary_write(t) == 0)
+		if (!canary_fired_at(t, line, sizeof(line)) && canary_write(t) == 0)
 			canary_fired(t, "end");
 	}
 
@@ -277,12 +290,8 @@ static int end(int argc, char **argv, struct json_object *out)
 	json_object_object_add(out, "scans", json_object_new_int(nr));
 	canary = json_object_new_object();
 	if (want[0]) {
-		state_path(path, sizeof(path), "fired");
-		if (!read_line(path, line, sizeof(line)) && !strncmp(line, want, strlen(want)) &&
-		    line[strlen(want)] == ' ')
-			json_object_object_add(canary, "fired_at", json_object_new_string(line + strlen(want) + 1));
-		else
-			json_object_object_add(canary, "fired_at", NULL);
+		json_object_object_add(canary, "fired_at", canary_fired_at(want, line, sizeof(line)) ?
+				       json_object_new_string(line) : NULL);
 		canary_line(line, sizeof(line), want);
 		json_object_object_add(canary, "line", json_object_new_string(line));
 		json_object_object_add(out, "canary", canary);
