@@ -288,15 +288,13 @@ static int end(int argc, char **argv, struct json_object *out)
 	free(r);
 	json_object_object_add(out, "restarted", json_object_new_boolean(restarted));
 	json_object_object_add(out, "scans", json_object_new_int(nr));
-	canary = json_object_new_object();
 	if (want[0]) {
+		canary = json_object_new_object();
 		json_object_object_add(canary, "fired_at", canary_fired_at(want, line, sizeof(line)) ?
 				       json_object_new_string(line) : NULL);
 		canary_line(line, sizeof(line), want);
 		json_object_object_add(canary, "line", json_object_new_string(line));
 		json_object_object_add(out, "canary", canary);
-	} else {
-		json_object_put(canary);
 	}
 	json_object_object_add(out, "findings", findings);
 	state_path(path, sizeof(path), "open");
