@@ -24,6 +24,12 @@ from its start). A new finding fails the record.
 """
 
 import json
+import os
+import sys
+
+# shared helpers, one copy (lab/plugins/lab_common.py)
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from lab_common import add_findings  # noqa: E402
 
 LOOP_KIND = "rescan-loop"
 COUNTS = ("con_bounces", "contentions", "acq_bounces", "acquisitions")
@@ -154,19 +160,7 @@ def lab_rescan_merge(record, segments):
         notes = [_report(s.get("stop")) or {} for s in segments or []]
         rec["lock_stat_note"] = next((n.get("lock_stat_note") for n in notes if n.get("lock_stat_note")),
                                      "no lock statistics (no segment's stop read /proc/lock_stat)")
-    have = {(f.get("kind"), f.get("line")) for f in rec.get("findings") or []}
-    new = []
-    for f in found:
-        key = (f.get("kind"), f.get("line"))
-        if key not in have:
-            have.add(key)
-            new.append(f)
-    if new:
-        rec["findings"] = list(rec.get("findings") or []) + new
-        if rec.get("status") != "fail":
-            rec["status"] = "fail"
-            rec["failures"] = max(int(rec.get("failures") or 0), 1)
-    return rec
+    return add_findings(rec, found)
 
 
 class FilterModule:

@@ -10,7 +10,7 @@ from ansible.errors import AnsibleFilterError
 
 # shared helpers, one copy (lab/plugins/lab_common.py)
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from lab_common import json_object, p50_max  # noqa: E402
+from lab_common import add_findings, json_object, p50_max  # noqa: E402
 
 
 def lab_probe_drive_args(slot_map):
@@ -424,7 +424,6 @@ def lab_log_window_merge(record, start, end, canary_at=None):
     restarted inside the window, and with lab_canary the scan the canary
     was armed for, where it was written and its line."""
     rec = dict(record)
-    found = list(rec.get("findings") or [])
     new = []
     st = json_object((start or {}).get("stdout", "")) if not (start or {}).get("skipped") else None
     if not st or st.get("since_seq") is None:
@@ -434,19 +433,11 @@ def lab_log_window_merge(record, start, end, canary_at=None):
     if not en.get("ok") and not en.get("findings"):
         new.append({"kind": "probe-error", "line": f"log-window end failed (exit {(end or {}).get('rc')}): "
                     f"{en.get('error') or 'no finding said why'}", "context": []})
-    seen = {(f.get("kind"), f.get("line"), f.get("time")) for f in found}
-    for f in en.get("findings") or []:
-        if (f.get("kind"), f.get("line"), f.get("time")) not in seen:
-            new.append(f)
     rec["log_window"] = {"since_seq": (st or {}).get("since_seq"), "scans": en.get("scans"),
                          "unscanned_records": en.get("unscanned_records"), "restarted": en.get("restarted")}
     if canary_at:
         rec["log_window"]["canary"] = dict(en.get("canary") or {}, at_scan=int(canary_at))
-    if new:
-        rec["findings"] = found + new
-        rec["status"] = "fail"
-        rec["failures"] = max(int(rec.get("failures") or 0), 1)
-    return rec
+    return add_findings(rec, new + list(en.get("findings") or []))
 
 
 class FilterModule:
