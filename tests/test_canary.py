@@ -17,8 +17,12 @@ PREFIX = tagged("pciehp-test-can")
 RUN_ID = tagged("test-canary")
 # the scenarios of the shared lab VM's run (conftest.lab_vm), as small
 SCENARIOS = LAB_VM_PROFILE[-1]["lab_scenarios"]
-# a step that failed because its scan found the canary, and only that
-STEP_FROM_LOG = re.compile(r"^[a-z-]+ failed \(exit 1\): kernel-log-clean$")
+# a step that failed because its scan found the canary (a failed check,
+# exit 1), and the steps of the iteration that then did not run
+STEP_FROM_LOG = re.compile(r"^[a-z-]+ failed \(exit 1\)(: kernel-log-clean)?$|^[a-z-]+: not run \(an earlier step failed\)$")
+# findings a scenario records on a passing run too: quick-swap's races (the
+# guest's teardown of the old drive powered the slot off after the add)
+OUTCOMES = {"race"}
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +49,7 @@ def test_every_scenario_fails_with_its_canary_alone(canary_run):
         assert canary.get("line", "").startswith("WARNING: lab-canary "), (name, rec.get("log_window"))
         assert canary.get("fired_at"), (name, "the canary was never written", rec.get("log_window"))
         assert rec["status"] == "fail", (name, rec["status"], rec["findings"])
-        kernel = [f for f in rec["findings"] if f["kind"] != "step"]
+        kernel = [f for f in rec["findings"] if f["kind"] != "step" and f["kind"] not in OUTCOMES]
         steps = [f for f in rec["findings"] if f["kind"] == "step"]
         assert kernel and all(f["kind"] == "warning" and f["line"] == canary["line"] for f in kernel), \
             (name, [(f["kind"], f["line"]) for f in kernel])
