@@ -433,3 +433,59 @@ def test_a_yank_that_left_its_device_is_a_finding():
     assert "slot 2" in r["findings"][0]["line"]
     clean = {"rc": 0, "stdout": json.dumps({"ok": True, "slots": [{"slot": "1", "leftover": "none"}]})}
     assert lab_results.lab_step_reports([clean], ["yank"])["ok"]
+
+
+# perf report --stdio --children --sort comm,sym -g none -t "|" of a yank:
+# two pciehp IRQ threads, udev and the idle task (made-up numbers, perf's layout)
+PERF_REPORT = """# To display the perf.data header info, please use --header/--header-only options.
+#
+# Total Lost Samples: 0
+#
+# Samples: 1K of event 'cpu-clock'
+# Event count (approx.): 800000000
+#
+# Children|Self|Command|Symbol
+#
+ 30.00% | 0.00%  |irq/24-pciehp  |[k] irq_thread_fn
+ 20.00% | 0.00%  |irq/25-pciehp  |[k] irq_thread_fn
+ 25.00% | 0.00%  |irq/24-pciehp  |[k] device_del
+ 10.00% | 10.00% |irq/24-pciehp  |[k] kernfs_remove
+ 20.00% | 20.00% |irq/24-pciehp  |[k] _raw_spin_unlock_irqrestore
+ 15.00% | 15.00% |irq/25-pciehp  |[k] kernfs_remove
+ 5.00%  | 5.00%  |irq/25-pciehp  |[k] memset
+ 10.00% | 10.00% |systemd-udevd  |[.] 0x0000000000012345
+ 40.00% | 40.00% |swapper        |[k] default_idle
+"""
+
+
+def _perf_awk():
+    import yaml
+    steps = yaml.safe_load((REPO / "playbooks/scenarios/steps/bulk-surprise-removal-iteration.yml").read_text())
+    task = next(t for t in steps if t.get("register") == "bulk_perf_report")
+    return task["vars"]["bulk_perf_awk"]
+
+
+def test_perf_profile_adds_up_the_pciehp_irq_threads():
+    """The guest's awk (the scenario's own program) merges the IRQ threads
+    by name; the filter gives each task's share and CPU time and the
+    threads' functions as shares of their own samples."""
+    import subprocess
+    text = subprocess.run(["awk", "-F", "|", _perf_awk()], input=PERF_REPORT, text=True,
+                          capture_output=True, check=True).stdout
+    p = lab_results.lab_perf_profile(text, 0, 1000, 0, 32)
+    assert p["error"] is None and p["samples"] == 1000 and p["sampled_ms"] == 800.0
+    irq = p["irq_thread"]
+    assert irq["pct_of_samples"] == 50.0 and irq["cpu_ms"] == 400.0
+    funcs = {f["function"]: f for f in irq["functions"]}
+    assert funcs["irq_thread_fn"]["children_pct"] == 100.0
+    assert funcs["kernfs_remove"] == {"function": "kernfs_remove", "children_pct": 50.0, "self_pct": 50.0}
+    assert funcs["device_del"]["children_pct"] == 50.0
+    assert p["by_task"]["swapper"] == {"pct": 40.0, "cpu_ms": 320.0}
+    assert p["by_task"]["systemd-udevd"]["pct"] == 10.0
+
+
+@pytest.mark.parametrize("text, rc", [("", 0), ("# Samples: 0 of event 'cpu-clock'\n", 0), (PERF_REPORT, 1),
+                                      ("garbage|\n", 0)])
+def test_perf_profile_without_samples_is_an_error(text, rc):
+    p = lab_results.lab_perf_profile(text, rc, 1000, 0, 32)
+    assert p["error"] and p["irq_thread"] is None and p["by_task"] == {}

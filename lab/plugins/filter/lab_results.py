@@ -231,6 +231,66 @@ def lab_scaling_metrics(reports, sizes):
             "clock": "guest CLOCK_MONOTONIC via tracefs (trace_clock=mono), 1 us resolution"}
 
 
+PROFILE_IRQ_TASK = "irq/N-pciehp"
+PROFILE_TOP = 40
+
+
+def lab_perf_profile(text, rc, hz, timeout, drives):
+    """disconnect-flag's profiled yank (lab_teardown_profile_hz): perf's
+    samples of every guest CPU from before the yank until every drive was
+    gone, as the guest's awk added them up (children|self|task|symbol, task
+    names with their numbers made N; a "# Samples: S" line). by_task: each
+    task's share of the samples (self %, summed over its functions) and
+    its CPU time (share of the sampled ns, perf's event count; swapper is
+    idle); irq_thread: the pciehp IRQ
+    threads' functions by inclusive share of those threads' own samples
+    (children, as perf computes it from the call chains), the top
+    PROFILE_TOP. A report that is missing or unparsable is an error, never
+    an empty profile."""
+    out = {"hz": hz, "timeout_us": timeout, "drives": drives, "samples": None, "sampled_ms": None, "error": None,
+           "by_task": {}, "irq_thread": None,
+           "note": "perf record -a -g -e cpu-clock; percentages of all samples (by_task) or of the "
+                   "irq/N-pciehp threads' samples (irq_thread.functions); perf slows the guest, so this "
+                   "yank's time is not a T(N)"}
+    if int(rc) != 0:
+        out["error"] = f"perf report exited {rc}"
+        return out
+    rows = []
+    for line in (text or "").splitlines():
+        m = re.match(r"^# Samples: ([0-9.]+)([kKmM]?)", line)
+        if m:  # perf rounds large counts (12K)
+            out["samples"] = int(float(m.group(1)) * {"": 1, "k": 1e3, "K": 1e3, "m": 1e6, "M": 1e6}[m.group(2)])
+            continue
+        m = re.match(r"^# Event count \(approx\.\): ([0-9]+)", line)
+        if m:  # cpu-clock counts ns: the CPU time the samples stand for
+            out["sampled_ms"] = round(int(m.group(1)) / 1e6, 1)
+            continue
+        parts = line.split("|", 3)
+        if len(parts) != 4:
+            continue
+        try:
+            rows.append((float(parts[0]), float(parts[1]), parts[2], parts[3]))
+        except ValueError:
+            continue
+    if not rows or not out["samples"] or not out["sampled_ms"]:
+        out["error"] = "perf report had no samples or no event count"
+        return out
+    share = {}
+    for _, self_pct, task, _ in rows:
+        share[task] = share.get(task, 0.0) + self_pct
+    ms_per_pct = out["sampled_ms"] / 100.0
+    out["by_task"] = {t: {"pct": round(p, 2), "cpu_ms": round(p * ms_per_pct, 1)}
+                      for t, p in sorted(share.items(), key=lambda kv: -kv[1]) if p >= 0.05}
+    irq = share.get(PROFILE_IRQ_TASK)
+    if irq:
+        funcs = sorted(((c, s, f) for c, s, t, f in rows if t == PROFILE_IRQ_TASK), key=lambda r: (-r[0], r[2]))
+        out["irq_thread"] = {
+            "pct_of_samples": round(irq, 2), "cpu_ms": round(irq * ms_per_pct, 1),
+            "functions": [{"function": f.replace("[k] ", "", 1), "children_pct": round(c / irq * 100.0, 1),
+                           "self_pct": round(s / irq * 100.0, 1)} for c, s, f in funcs[:PROFILE_TOP]]}
+    return out
+
+
 def _sum_absent(counts):
     """The absent-read counts (lab_absent_summary) of several yanks of one
     size, added up: None when any yank's count is missing (a zero must have
@@ -457,6 +517,7 @@ class FilterModule:
             "lab_disconnect_judge": lab_disconnect_judge,
             "lab_apply_expected": lab_apply_expected,
             "lab_log_window_merge": lab_log_window_merge,
+            "lab_perf_profile": lab_perf_profile,
             "lab_scenario_seconds": lab_scenario_seconds,
             "lab_format_phase": lab_format_phase,
         }
