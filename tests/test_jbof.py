@@ -5,6 +5,7 @@ per-drive and whole-JBOF removal times."""
 
 import json
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -181,6 +182,11 @@ def test_jbof_scenarios_pass_with_their_removal_times():
     # each drive's nvme unbind is attributed to it although one IRQ thread (the root port's) ran them all
     assert len({d["ms"]["unbind_start"] for d in m["per_drive"]}) == 2
     assert m["restart"][0]["ok"] and m["restart"][0]["boot_to_agent"] > 0
+    # what the restart erased was kept first: blocked tasks (sysrq w), fio, the kernel log
+    evidence = Path(m["restart"][0]["evidence"]).read_text()
+    assert m["restart"][0]["evidence_rc"] == 0, evidence[-2000:]
+    for mark in ("# ps", "# dmesg", "sysrq: Show Blocked State"):
+        assert mark in evidence, evidence[-3000:]
     assert m["switch_hot_add"]["upstream_port"] == "ok"
     assert "does not support hotplugging" in m["switch_hot_add"]["downstream_port"]
 
