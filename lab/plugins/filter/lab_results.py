@@ -282,12 +282,16 @@ def lab_perf_profile(text, rc, hz, timeout, drives):
     out["by_task"] = {t: {"pct": round(p, 2), "cpu_ms": round(p * ms_per_pct, 1)}
                       for t, p in sorted(share.items(), key=lambda kv: -kv[1]) if p >= 0.05}
     irq = share.get(PROFILE_IRQ_TASK)
-    if irq:
-        funcs = sorted(((c, s, f) for c, s, t, f in rows if t == PROFILE_IRQ_TASK), key=lambda r: (-r[0], r[2]))
-        out["irq_thread"] = {
-            "pct_of_samples": round(irq, 2), "cpu_ms": round(irq * ms_per_pct, 1),
-            "functions": [{"function": f.replace("[k] ", "", 1), "children_pct": round(c / irq * 100.0, 1),
-                           "self_pct": round(s / irq * 100.0, 1)} for c, s, f in funcs[:PROFILE_TOP]]}
+    if not irq:
+        # a profile that missed the teardown (perf ended early, the yank
+        # came later) says nothing about it
+        out["error"] = f"no sample of a pciehp IRQ thread ({PROFILE_IRQ_TASK})"
+        return out
+    funcs = sorted(((c, s, f) for c, s, t, f in rows if t == PROFILE_IRQ_TASK), key=lambda r: (-r[0], r[2]))
+    out["irq_thread"] = {
+        "pct_of_samples": round(irq, 2), "cpu_ms": round(irq * ms_per_pct, 1),
+        "functions": [{"function": f.replace("[k] ", "", 1), "children_pct": round(c / irq * 100.0, 1),
+                       "self_pct": round(s / irq * 100.0, 1)} for c, s, f in funcs[:PROFILE_TOP]]}
     return out
 
 
