@@ -332,6 +332,21 @@ def test_disconnect_metrics_put_the_breakdown_per_timeout_flag_and_size():
     assert "lab_breakdown_metrics" in lab_results.FilterModule().filters()
 
 
+def test_breakdown_says_how_far_t_is_from_each_cpu_floor():
+    """T(N) against the IRQ threads' CPU floor, the teardown's (every task
+    but fio and the lab's instruments) and all busy CPU time; a floor
+    nobody measured is None, never 0."""
+    window = {"ncpus": 2, "busy_ms": 800.0, "by_task": {"irq/N-pciehp": 450.0, "fio": 100.0, "labprobe": 20.0,
+                                                        "systemd-udevd": 80.0, "systemd-journal": 150.0}}
+    rep = _bd_report(_bd(1.0, 10.0, 8.0, thread="irq/24-pciehp", pid=1), teardown_cpu_ms=450.0,
+                     cpu_floor_ms=225.0, ncpus=2, last_gone_ms=400.0, cpu_window=window)
+    f = lab_results.lab_breakdown_metrics(rep)["floors"]
+    assert (f["irq_threads_ms"], f["teardown_ms"], f["all_busy_ms"]) == (225.0, 340.0, 400.0)
+    assert f["T_over"] == {"irq_threads": 1.778, "teardown": 1.176, "all_busy": 1.0}
+    bare = lab_results.lab_breakdown_metrics(_bd_report(_bd(1.0, 10.0, 8.0), last_gone_ms=400.0))["floors"]
+    assert bare["teardown_ms"] is None and bare["T_over"]["teardown"] is None
+
+
 def test_stock_expects_free_irqs_msix_reads_and_nothing_else_of_a_removed_drive():
     """Stock's absent-read entries (fixed by 0007) take the reads that
     pci_msi_mask_irq makes of removed drives, as run lightning-ab2 recorded

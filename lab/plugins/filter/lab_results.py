@@ -177,6 +177,34 @@ def _median_max(values):
     return {"median": round(statistics.median(values), 3), "max": round(values[-1], 3), "n": len(values)}
 
 
+# cpu_window's tasks that are not the teardown: the I/O load and the lab's
+# own instruments in the guest (the probe, the agent and what it runs)
+FLOOR_WORKLOAD_TASKS = ("fio",)
+FLOOR_LAB_TASKS = ("labprobe", "qemu-ga", "pythonN", "sh", "sleep", "perf")
+
+
+def _floors(t_ms, irq_floor_ms, window):
+    """How far T(N) (ms from the first pciehp interrupt until the last
+    drive was gone) is from what the guest's CPUs had to do meanwhile, each
+    floor the CPU time of a set of tasks divided by the online CPUs:
+    irq_threads (the pciehp IRQ threads' own CPU time, breakdown.c),
+    teardown (every task cpu_window saw except the I/O load and the lab's
+    instruments: the IRQ threads and whatever the teardown woke, kernel
+    workers, RCU, devtmpfs, udev, journald) and all_busy (every busy CPU
+    ms). None where a part was not measured."""
+    w = window or {}
+    ncpus, by_task = w.get("ncpus"), w.get("by_task") or {}
+    floors = {"irq_threads_ms": irq_floor_ms, "teardown_ms": None, "all_busy_ms": None}
+    if ncpus and w.get("busy_ms") is not None:
+        floors["all_busy_ms"] = round(w["busy_ms"] / ncpus, 3)
+        other = sum(v for k, v in by_task.items() if k in FLOOR_WORKLOAD_TASKS + FLOOR_LAB_TASKS)
+        floors["teardown_ms"] = round((w["busy_ms"] - other) / ncpus, 3)
+    return {"T_ms": t_ms, **floors,
+            "T_over": {k[:-3]: (round(t_ms / v, 3) if t_ms is not None and v else None)
+                       for k, v in floors.items()},
+            "not_teardown": list(FLOOR_WORKLOAD_TASKS + FLOOR_LAB_TASKS)}
+
+
 def lab_breakdown_metrics(report):
     """Where the yanked drives' teardowns of one bulk removal spent their
     time (labprobe collect's slots[].breakdown, lab/tools/labprobe/
@@ -212,6 +240,7 @@ def lab_breakdown_metrics(report):
         out["waits"][fn]["calls"] = sum(thread_calls) if thread_calls else None
     for key in ("teardown_cpu_ms", "cpu_floor_ms", "ncpus", "kprobe_missed", "cpu_window", "cpu_window_error"):
         out[key] = collect.get(key)
+    out["floors"] = _floors(collect.get("last_gone_ms"), collect.get("cpu_floor_ms"), collect.get("cpu_window"))
     out["note"] = ("ms, inclusive times of each yanked slot's pciehp IRQ thread (nested calls count in each); "
                    "median and max over the slots; lock_wait_ms.sum and waits.calls count each thread once")
     return out
