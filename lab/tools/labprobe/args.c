@@ -130,6 +130,23 @@ int parse_long_opt(const char *opt, const char *s, long min, long max, long *out
 	return 0;
 }
 
+bool scan_long(const char *s, char **end, long min, long max, long *out)
+{
+	char *e;
+	long v;
+
+	if (!number_shaped(s))
+		return false;
+	errno = 0;
+	v = strtol(s, &e, 10);
+	if (e == s || errno == ERANGE || v < min || v > max || (!end && *e))
+		return false;
+	if (end)
+		*end = e;
+	*out = v;
+	return true;
+}
+
 int parse_int_opt(const char *opt, const char *s, int min, int max, int *out)
 {
 	long v;

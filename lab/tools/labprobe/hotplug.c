@@ -43,6 +43,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -817,6 +818,8 @@ static void parse_trace_line(char *line, struct slot *slots, int n, double armed
 	char comm[64], event[64];
 	double ts;
 	int irq_thread = -1, s = -1, pid, cpu;
+	char *end;
+	long v;
 
 	if (strstr(line, "LOST") && strstr(line, "EVENTS]")) {
 		/* "CPU:1 [LOST 123 EVENTS]" */
@@ -825,7 +828,9 @@ static void parse_trace_line(char *line, struct slot *slots, int n, double armed
 	}
 	if (!br || line[0] == '#')
 		return;
-	cpu = atoi(br + 2);
+	if (!scan_long(br + 2, &end, 0, INT_MAX, &v))
+		return;
+	cpu = (int)v;
 	*br = '\0';
 	while (*line == ' ')
 		line++;
@@ -833,7 +838,9 @@ static void parse_trace_line(char *line, struct slot *slots, int n, double armed
 	if (!dash)
 		return;
 	*dash = '\0';
-	pid = atoi(dash + 1);
+	if (!scan_long(dash + 1, &end, 0, INT_MAX, &v))
+		return;
+	pid = (int)v;
 	scopy(comm, sizeof(comm), line);
 	close = strchr(br + 1, ']');
 	if (!close || sscanf(close + 1, " %*s %lf: %63[^:]:", &ts, event) != 2)
@@ -876,8 +883,8 @@ static void parse_trace_line(char *line, struct slot *slots, int n, double armed
 		char *a = colon ? strstr(colon, "ret=") : NULL;
 
 		aer.rec_end = ts;	/* the last one */
-		if (a)
-			aer.result = atoi(a + 4);
+		if (a && scan_long(a + 4, &end, 0, INT_MAX, &v))
+			aer.result = (int)v;
 		return;
 	}
 	if (!strcmp(event, "lp_reset")) {
@@ -891,8 +898,8 @@ static void parse_trace_line(char *line, struct slot *slots, int n, double armed
 	if (!strcmp(event, "lp_isr")) {
 		char *a = colon ? strstr(colon, "irq=") : NULL;
 
-		if (a)
-			set_by_irq(slots, n, atoi(a + 4), T_ISR, ts);
+		if (a && scan_long(a + 4, &end, 0, INT_MAX, &v))
+			set_by_irq(slots, n, (int)v, T_ISR, ts);
 	} else if (!strcmp(event, "lp_unbind")) {
 		char *a = colon ? strstr(colon, "name=\"") : NULL, name[64];
 		int *cur = unbinding_slot(pid);

@@ -27,6 +27,10 @@ int next_opt(int argc, char **argv, const struct option *opts, bool positional);
 int parse_long_opt(const char *opt, const char *s, long min, long max, long *out);
 int parse_int_opt(const char *opt, const char *s, int min, int max, int *out);
 int parse_double_opt(const char *opt, const char *s, double min, double max, double *out);
+/* A decimal integer from min to max at the start of s (no blank before
+ * it), for numbers the kernel wrote (sysfs, /proc, the trace): quiet,
+ * true if there is one; *end after it, or with end NULL nothing may follow */
+bool scan_long(const char *s, char **end, long min, long max, long *out);
 /* "a,b,..." split in place into at most max items: count, -1 if more */
 int parse_list(const char *opt, char *arg, char **items, int max);
 /* a physical slot number, 0..8191 */

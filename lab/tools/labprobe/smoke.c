@@ -11,6 +11,7 @@
 #include "labprobe.h"
 
 #include <dirent.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -194,6 +195,7 @@ int cmd_smoke(int argc, char **argv, struct json_object *out)
 		char *serial = serials[i], name[96], ctrl[64] = "", pci[64] = "", ns[64] = "";
 		char want[32], sectors[32] = "0";
 		int bus;
+		long nsect;
 		bool ok;
 
 		bus = slot_bus(drives[i]);
@@ -202,7 +204,7 @@ int cmd_smoke(int argc, char **argv, struct json_object *out)
 		ok = find_ctrl(serial, ctrl, sizeof(ctrl), pci, sizeof(pci)) &&
 		     find_namespace(ctrl, ns, sizeof(ns)) &&
 		     read_linef(sectors, sizeof(sectors), "/sys/block/%s/size", ns) == 0 &&
-		     atoll(sectors) > 0 && path_exists("/dev/%s", ns) && !strcmp(pci, want);
+		     scan_long(sectors, NULL, 1, LONG_MAX, &nsect) && path_exists("/dev/%s", ns) && !strcmp(pci, want);
 		check(&c, ok, name, "serial %s: controller %s at %s (slot at %s), namespace %s, %s sectors",
 		      serial, ctrl[0] ? ctrl : "none", pci[0] ? pci : "-", want, ns[0] ? ns : "none", sectors);
 		if (ok) {
