@@ -100,6 +100,12 @@ static int read_mmio(unsigned long long addr, uint32_t *val, long long *ns, char
 
 int cmd_absent(int argc, char **argv, struct json_object *out)
 {
+	enum { OPT_SLOT = OPT_FIRST, OPT_EXPECT_ONES };
+	static const struct option opts[] = {
+		{ "slot", required_argument, NULL, OPT_SLOT },
+		{ "expect-ones", no_argument, NULL, OPT_EXPECT_ONES },
+		{ NULL, 0, NULL, 0 },
+	};
 	const char *slot = NULL;
 	bool expect_ones = false;
 	char port[32], err[256] = "";
@@ -107,17 +113,19 @@ int cmd_absent(int argc, char **argv, struct json_object *out)
 	uint32_t cval = 0, mval = 0;
 	long long cns = -1, mns = -1;
 	struct checks c;
-	int bus;
+	int bus, opt;
 
-	for (int i = 0; i < argc; i++) {
-		if (!strcmp(argv[i], "--slot") && i + 1 < argc) {
-			slot = argv[++i];
+	while ((opt = next_opt(argc, argv, opts, false)) != -1) {
+		switch (opt) {
+		case OPT_SLOT:
+			slot = optarg;
 			if (check_slot("--slot", slot))
 				return 2;
-		} else if (!strcmp(argv[i], "--expect-ones"))
+			break;
+		case OPT_EXPECT_ONES:
 			expect_ones = true;
-		else {
-			fprintf(stderr, "labprobe absent: unknown argument '%s' (--slot N [--expect-ones])\n", argv[i]);
+			break;
+		default:
 			return 2;
 		}
 	}

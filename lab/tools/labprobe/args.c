@@ -24,6 +24,87 @@ void arg_error(const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
+static const struct option *opt_by_val(const struct option *opts, int val)
+{
+	for (; opts->name; opts++)
+		if (opts->val == val)
+			return opts;
+	return NULL;
+}
+
+/* getopt_long also takes an unambiguous abbreviation (--slot for
+ * --slots): refused, so that a typo never passes as another option. el is
+ * the argument that named o: "--NAME" or "--NAME=VALUE". */
+static bool spelled_out(const char *el, const struct option *o)
+{
+	size_t len = strcspn(el, "=");
+
+	return o && len == strlen(o->name) + 2 && !strncmp(el, "--", 2) && !strncmp(el + 2, o->name, len - 2);
+}
+
+static int unknown_opt(const char *el, const struct option *o)
+{
+	if (o)
+		arg_error("unknown option '%.*s' (did you mean --%s?)", (int)strcspn(el, "="), el, o->name);
+	else
+		arg_error("unknown option '%.*s'", (int)strcspn(el, "="), el);
+	return '?';
+}
+
+int next_opt(int argc, char **argv, const struct option *opts, bool positional)
+{
+	const struct option *o;
+	const char *el;
+	int c, idx = -1;
+
+	/* "-": an argument that is no option comes back in its place (as 1),
+	 * so every command reads its arguments in order, as it always did;
+	 * ":": a missing value is told apart from an unknown option */
+	opterr = 0;
+	c = getopt_long(argc, argv, "-:", opts, &idx);
+	switch (c) {
+	case -1:
+		/* "--" ends the options: nothing may follow it */
+		if (optind < argc) {
+			arg_error("unexpected argument '%s' after --", argv[optind]);
+			return '?';
+		}
+		return -1;
+	case 1:
+		if (positional)
+			return 1;
+		arg_error("unexpected argument '%s'", optarg);
+		return '?';
+	case ':':
+		/* a long option last, without its value (optopt: its val) */
+		el = argv[optind - 1];
+		o = opt_by_val(opts, optopt);
+		if (!spelled_out(el, o))
+			return unknown_opt(el, o);
+		arg_error("%s needs a value", el);
+		return '?';
+	case '?':
+		/* optopt: 0 for an unknown long option, its val for one given
+		 * a value it does not take, the letter of an unknown -X */
+		if (optopt && optopt < OPT_FIRST) {
+			arg_error("unknown option '-%c'", optopt);
+			return '?';
+		}
+		el = argv[optind - 1];
+		o = opt_by_val(opts, optopt);
+		if (!optopt || !spelled_out(el, o))
+			return unknown_opt(el, optopt ? o : NULL);
+		arg_error("--%s takes no value, got '%s'", o->name, el);
+		return '?';
+	}
+	/* the option's own argument: before its value when that came apart */
+	o = &opts[idx];
+	el = optarg && optarg == argv[optind - 1] ? argv[optind - 2] : argv[optind - 1];
+	if (!spelled_out(el, o))
+		return unknown_opt(el, o);
+	return c;
+}
+
 /* strtol/strtod skip leading blanks and accept an empty string as 0 */
 static bool number_shaped(const char *s)
 {
@@ -47,6 +128,23 @@ int parse_long_opt(const char *opt, const char *s, long min, long max, long *out
 	}
 	*out = v;
 	return 0;
+}
+
+bool scan_long(const char *s, char **end, long min, long max, long *out)
+{
+	char *e;
+	long v;
+
+	if (!number_shaped(s))
+		return false;
+	errno = 0;
+	v = strtol(s, &e, 10);
+	if (e == s || errno == ERANGE || v < min || v > max || (!end && *e))
+		return false;
+	if (end)
+		*end = e;
+	*out = v;
+	return true;
 }
 
 int parse_int_opt(const char *opt, const char *s, int min, int max, int *out)

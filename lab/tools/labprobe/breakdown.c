@@ -50,6 +50,7 @@
 #include "labprobe.h"
 
 #include <dirent.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -194,12 +195,16 @@ struct json_object *breakdown_arm(const int *irqs, int n)
 
 	while (d && (e = readdir(d))) {
 		char comm[64];
-		int pid = atoi(e->d_name), irq, end = 0;
+		int pid, irq, end = 0;
 		long long start, ns;
+		long v;
 		bool ours = false;
 
+		if (!scan_long(e->d_name, NULL, 1, INT_MAX, &v))
+			continue;	/* not a process */
+		pid = (int)v;
 		/* irq/N-pciehp exactly: not irq/N-aerdrv, the port's other thread */
-		if (pid <= 0 || read_linef(comm, sizeof(comm), "/proc/%d/comm", pid) ||
+		if (read_linef(comm, sizeof(comm), "/proc/%d/comm", pid) ||
 		    sscanf(comm, "irq/%d-pciehp%n", &irq, &end) != 1 || !end || comm[end])
 			continue;
 		for (int i = 0; i < n; i++)

@@ -83,13 +83,56 @@ static struct json_object *hex(unsigned v, int width)
 
 int cmd_dpc(int argc, char **argv, struct json_object *out)
 {
+	enum { OPT_ARM = OPT_FIRST, OPT_COLLECT, OPT_NO_RECOVERY, OPT_SLOTS, OPT_CONTAINED, OPT_SINCE_SEQ };
+	static const struct option opts[] = {
+		{ "arm", no_argument, NULL, OPT_ARM },
+		{ "collect", no_argument, NULL, OPT_COLLECT },
+		{ "expect-no-recovery", no_argument, NULL, OPT_NO_RECOVERY },
+		{ "slots", required_argument, NULL, OPT_SLOTS },
+		{ "expect-contained", required_argument, NULL, OPT_CONTAINED },
+		{ "since-seq", required_argument, NULL, OPT_SINCE_SEQ },
+		{ NULL, 0, NULL, 0 },
+	};
 	char *slots_arg = NULL, *names[256];
-	bool collect = false, no_recovery = false, since_given = false;
+	bool arm = false, collect = false, no_recovery = false, since_given = false;
 	long since = 0, contained = -1;
-	int nslots = 0;
+	int nslots = 0, opt;
 	struct checks c;
 
-	if (argc == 1 && !strcmp(argv[0], "--arm")) {
+	while ((opt = next_opt(argc, argv, opts, false)) != -1) {
+		switch (opt) {
+		case OPT_ARM:
+			arm = true;
+			break;
+		case OPT_COLLECT:
+			collect = true;
+			break;
+		case OPT_NO_RECOVERY:
+			no_recovery = true;
+			break;
+		case OPT_SLOTS:
+			slots_arg = optarg;
+			if ((nslots = parse_slots("--slots", slots_arg, names, 256)) < 0)
+				return 2;
+			break;
+		case OPT_CONTAINED:
+			if (parse_long_opt("--expect-contained", optarg, 0, 1000000, &contained))
+				return 2;
+			break;
+		case OPT_SINCE_SEQ:
+			if (parse_long_opt("--since-seq", optarg, 0, LONG_MAX, &since))
+				return 2;
+			since_given = true;
+			break;
+		default:
+			return 2;
+		}
+	}
+	if (arm && argc != 2) {
+		arg_error("--arm takes no other argument");
+		return 2;
+	}
+	if (arm) {
 		unsigned long long seq = kmsg_last_seq();
 
 		/* where the kernel log stood: --collect --since-seq takes it;
@@ -98,27 +141,6 @@ int cmd_dpc(int argc, char **argv, struct json_object *out)
 			return 1;
 		json_object_object_add(out, "kmsg_last_seq", json_object_new_uint64(seq));
 		return kprobes_arm("ldpc", dpc_probes, NDPC_PROBES, out);
-	}
-	for (int i = 0; i < argc; i++) {
-		if (!strcmp(argv[i], "--collect")) {
-			collect = true;
-		} else if (!strcmp(argv[i], "--expect-no-recovery")) {
-			no_recovery = true;
-		} else if (!strcmp(argv[i], "--slots") && i + 1 < argc) {
-			slots_arg = argv[++i];
-			if ((nslots = parse_slots("--slots", slots_arg, names, 256)) < 0)
-				return 2;
-		} else if (!strcmp(argv[i], "--expect-contained") && i + 1 < argc) {
-			if (parse_long_opt("--expect-contained", argv[++i], 0, 1000000, &contained))
-				return 2;
-		} else if (!strcmp(argv[i], "--since-seq") && i + 1 < argc) {
-			if (parse_long_opt("--since-seq", argv[++i], 0, LONG_MAX, &since))
-				return 2;
-			since_given = true;
-		} else {
-			fprintf(stderr, "labprobe dpc: unknown argument '%s'\n", argv[i]);
-			return 2;
-		}
 	}
 	if (!slots_arg || nslots == 0) {
 		fprintf(stderr, "labprobe dpc: --slots N,... is required\n");

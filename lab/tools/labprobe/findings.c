@@ -467,19 +467,27 @@ struct json_object *findings_scan_unscanned(unsigned long long since_seq, const 
 
 int cmd_findings(int argc, char **argv, struct json_object *out)
 {
+	enum { OPT_SINCE_SEQ = OPT_FIRST, OPT_CONTEXT };
+	static const struct option opts[] = {
+		{ "since-seq", required_argument, NULL, OPT_SINCE_SEQ },
+		{ "context", required_argument, NULL, OPT_CONTEXT },
+		{ NULL, 0, NULL, 0 },
+	};
 	long since = 0;
-	int context = 8;
+	int context = 8, opt;
 	struct json_object *f;
 
-	for (int i = 0; i < argc; i++) {
-		if (!strcmp(argv[i], "--since-seq") && i + 1 < argc) {
-			if (parse_long_opt("--since-seq", argv[++i], 0, LONG_MAX, &since))
+	while ((opt = next_opt(argc, argv, opts, false)) != -1) {
+		switch (opt) {
+		case OPT_SINCE_SEQ:
+			if (parse_long_opt("--since-seq", optarg, 0, LONG_MAX, &since))
 				return 2;
-		} else if (!strcmp(argv[i], "--context") && i + 1 < argc) {
-			if (parse_int_opt("--context", argv[++i], 0, 1000, &context))
+			break;
+		case OPT_CONTEXT:
+			if (parse_int_opt("--context", optarg, 0, 1000, &context))
 				return 2;
-		} else {
-			fprintf(stderr, "labprobe findings: unknown argument '%s'\n", argv[i]);
+			break;
+		default:
 			return 2;
 		}
 	}

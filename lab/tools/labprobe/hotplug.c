@@ -43,6 +43,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -550,9 +551,18 @@ static int prepare_dir(const char *dir)
 
 int cmd_arm(int argc, char **argv, struct json_object *out)
 {
+	enum { OPT_DIR = OPT_FIRST, OPT_SLOTS, OPT_FIO, OPT_FIO_RUNTIME, OPT_HUNG };
+	static const struct option opts[] = {
+		{ "dir", required_argument, NULL, OPT_DIR },
+		{ "slots", required_argument, NULL, OPT_SLOTS },
+		{ "fio", required_argument, NULL, OPT_FIO },
+		{ "fio-runtime", required_argument, NULL, OPT_FIO_RUNTIME },
+		{ "hung-task-timeout", required_argument, NULL, OPT_HUNG },
+		{ NULL, 0, NULL, 0 },
+	};
 	const char *dir = NULL;
 	char *slot_names[MAXS], *fio_names[MAXS];
-	int nslots = 0, nfio = 0, runtime = 300, hung = 0, ret;
+	int nslots = 0, nfio = 0, runtime = 300, hung = 0, ret, opt;
 	static struct slot slots[MAXS];
 	struct json_object *state, *arr, *pr;
 	struct checks c;
@@ -560,25 +570,30 @@ int cmd_arm(int argc, char **argv, struct json_object *out)
 	pid_t fio_pgid = 0;
 
 	/* every argument is checked before anything is touched */
-	for (int i = 0; i < argc; i++) {
-		if (!strcmp(argv[i], "--dir") && i + 1 < argc) {
-			dir = argv[++i];
+	while ((opt = next_opt(argc, argv, opts, false)) != -1) {
+		switch (opt) {
+		case OPT_DIR:
+			dir = optarg;
 			if (check_path_opt("--dir", dir))
 				return 2;
-		} else if (!strcmp(argv[i], "--slots") && i + 1 < argc) {
-			if ((nslots = parse_slots("--slots", strdup(argv[++i]), slot_names, MAXS)) < 0)
+			break;
+		case OPT_SLOTS:
+			if ((nslots = parse_slots("--slots", strdup(optarg), slot_names, MAXS)) < 0)
 				return 2;
-		} else if (!strcmp(argv[i], "--fio") && i + 1 < argc) {
-			if ((nfio = parse_slots("--fio", strdup(argv[++i]), fio_names, MAXS)) < 0)
+			break;
+		case OPT_FIO:
+			if ((nfio = parse_slots("--fio", strdup(optarg), fio_names, MAXS)) < 0)
 				return 2;
-		} else if (!strcmp(argv[i], "--fio-runtime") && i + 1 < argc) {
-			if (parse_int_opt("--fio-runtime", argv[++i], 1, TIMEOUT_MAX, &runtime))
+			break;
+		case OPT_FIO_RUNTIME:
+			if (parse_int_opt("--fio-runtime", optarg, 1, TIMEOUT_MAX, &runtime))
 				return 2;
-		} else if (!strcmp(argv[i], "--hung-task-timeout") && i + 1 < argc) {
-			if (parse_int_opt("--hung-task-timeout", argv[++i], 0, TIMEOUT_MAX, &hung))
+			break;
+		case OPT_HUNG:
+			if (parse_int_opt("--hung-task-timeout", optarg, 0, TIMEOUT_MAX, &hung))
 				return 2;
-		} else {
-			fprintf(stderr, "labprobe arm: unknown argument '%s'\n", argv[i]);
+			break;
+		default:
 			return 2;
 		}
 	}
@@ -803,6 +818,8 @@ static void parse_trace_line(char *line, struct slot *slots, int n, double armed
 	char comm[64], event[64];
 	double ts;
 	int irq_thread = -1, s = -1, pid, cpu;
+	char *end;
+	long v;
 
 	if (strstr(line, "LOST") && strstr(line, "EVENTS]")) {
 		/* "CPU:1 [LOST 123 EVENTS]" */
@@ -811,7 +828,9 @@ static void parse_trace_line(char *line, struct slot *slots, int n, double armed
 	}
 	if (!br || line[0] == '#')
 		return;
-	cpu = atoi(br + 2);
+	if (!scan_long(br + 2, &end, 0, INT_MAX, &v))
+		return;
+	cpu = (int)v;
 	*br = '\0';
 	while (*line == ' ')
 		line++;
@@ -819,7 +838,9 @@ static void parse_trace_line(char *line, struct slot *slots, int n, double armed
 	if (!dash)
 		return;
 	*dash = '\0';
-	pid = atoi(dash + 1);
+	if (!scan_long(dash + 1, &end, 0, INT_MAX, &v))
+		return;
+	pid = (int)v;
 	scopy(comm, sizeof(comm), line);
 	close = strchr(br + 1, ']');
 	if (!close || sscanf(close + 1, " %*s %lf: %63[^:]:", &ts, event) != 2)
@@ -862,8 +883,8 @@ static void parse_trace_line(char *line, struct slot *slots, int n, double armed
 		char *a = colon ? strstr(colon, "ret=") : NULL;
 
 		aer.rec_end = ts;	/* the last one */
-		if (a)
-			aer.result = atoi(a + 4);
+		if (a && scan_long(a + 4, &end, 0, INT_MAX, &v))
+			aer.result = (int)v;
 		return;
 	}
 	if (!strcmp(event, "lp_reset")) {
@@ -877,8 +898,8 @@ static void parse_trace_line(char *line, struct slot *slots, int n, double armed
 	if (!strcmp(event, "lp_isr")) {
 		char *a = colon ? strstr(colon, "irq=") : NULL;
 
-		if (a)
-			set_by_irq(slots, n, atoi(a + 4), T_ISR, ts);
+		if (a && scan_long(a + 4, &end, 0, INT_MAX, &v))
+			set_by_irq(slots, n, (int)v, T_ISR, ts);
 	} else if (!strcmp(event, "lp_unbind")) {
 		char *a = colon ? strstr(colon, "name=\"") : NULL, name[64];
 		int *cur = unbinding_slot(pid);
@@ -993,9 +1014,20 @@ static struct json_object *aer_json(double t0, unsigned long long seq)
 
 int cmd_collect(int argc, char **argv, struct json_object *out)
 {
+	enum { OPT_DIR = OPT_FIRST, OPT_GONE, OPT_KEPT, OPT_OBSERVE, OPT_AER, OPT_TIMEOUT, OPT_FIO_TIMEOUT };
+	static const struct option opts[] = {
+		{ "dir", required_argument, NULL, OPT_DIR },
+		{ "expect-gone", required_argument, NULL, OPT_GONE },
+		{ "expect-kept", required_argument, NULL, OPT_KEPT },
+		{ "observe", required_argument, NULL, OPT_OBSERVE },
+		{ "aer", no_argument, NULL, OPT_AER },
+		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
+		{ "fio-timeout", required_argument, NULL, OPT_FIO_TIMEOUT },
+		{ NULL, 0, NULL, 0 },
+	};
 	const char *dir = NULL;
 	char *gone_names[MAXS], *kept_names[MAXS], path[300], *line = NULL;
-	int ngone = 0, nkept = 0, nslots = 0;
+	int ngone = 0, nkept = 0, nslots = 0, opt;
 	double timeout = 60, fio_timeout = 60, observe = 10, armed, t0 = -1, start = now_mono();
 	double last_gone = -1;
 	bool kept[MAXS] = { false }, fio_ended[MAXS] = { false };
@@ -1012,30 +1044,37 @@ int cmd_collect(int argc, char **argv, struct json_object *out)
 	static struct bd_slot bd_in[MAXS];
 	static struct json_object *bd_out[MAXS];
 
-	for (int i = 0; i < argc; i++) {
-		if (!strcmp(argv[i], "--dir") && i + 1 < argc) {
-			dir = argv[++i];
+	while ((opt = next_opt(argc, argv, opts, false)) != -1) {
+		switch (opt) {
+		case OPT_DIR:
+			dir = optarg;
 			if (check_path_opt("--dir", dir))
 				return 2;
-		} else if (!strcmp(argv[i], "--expect-gone") && i + 1 < argc) {
-			if ((ngone = parse_slots("--expect-gone", strdup(argv[++i]), gone_names, MAXS)) < 0)
+			break;
+		case OPT_GONE:
+			if ((ngone = parse_slots("--expect-gone", strdup(optarg), gone_names, MAXS)) < 0)
 				return 2;
-		} else if (!strcmp(argv[i], "--expect-kept") && i + 1 < argc) {
-			if ((nkept = parse_slots("--expect-kept", strdup(argv[++i]), kept_names, MAXS)) < 0)
+			break;
+		case OPT_KEPT:
+			if ((nkept = parse_slots("--expect-kept", strdup(optarg), kept_names, MAXS)) < 0)
 				return 2;
-		} else if (!strcmp(argv[i], "--observe") && i + 1 < argc) {
-			if (parse_double_opt("--observe", argv[++i], 0, TIMEOUT_MAX, &observe))
+			break;
+		case OPT_OBSERVE:
+			if (parse_double_opt("--observe", optarg, 0, TIMEOUT_MAX, &observe))
 				return 2;
-		} else if (!strcmp(argv[i], "--aer")) {
+			break;
+		case OPT_AER:
 			expect_aer = true;
-		} else if (!strcmp(argv[i], "--timeout") && i + 1 < argc) {
-			if (parse_double_opt("--timeout", argv[++i], 0, TIMEOUT_MAX, &timeout))
+			break;
+		case OPT_TIMEOUT:
+			if (parse_double_opt("--timeout", optarg, 0, TIMEOUT_MAX, &timeout))
 				return 2;
-		} else if (!strcmp(argv[i], "--fio-timeout") && i + 1 < argc) {
-			if (parse_double_opt("--fio-timeout", argv[++i], 0, TIMEOUT_MAX, &fio_timeout))
+			break;
+		case OPT_FIO_TIMEOUT:
+			if (parse_double_opt("--fio-timeout", optarg, 0, TIMEOUT_MAX, &fio_timeout))
 				return 2;
-		} else {
-			fprintf(stderr, "labprobe collect: unknown argument '%s'\n", argv[i]);
+			break;
+		default:
 			return 2;
 		}
 	}
@@ -1406,28 +1445,38 @@ static void drive_absent_why(int bus, const char *serial, char *why, size_t len)
 
 int cmd_drives(int argc, char **argv, struct json_object *out)
 {
+	enum { OPT_EXPECT = OPT_FIRST, OPT_TIMEOUT, OPT_VERIFY_MIB };
+	static const struct option opts[] = {
+		{ "expect", required_argument, NULL, OPT_EXPECT },
+		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
+		{ "verify-mib", required_argument, NULL, OPT_VERIFY_MIB },
+		{ NULL, 0, NULL, 0 },
+	};
 	char *want[MAXS];
 	const char *serials[MAXS];
-	int nwant = 0, verify_mib = 0;
+	int nwant = 0, verify_mib = 0, opt;
 	double timeout = 60, start = now_mono();
 	struct checks c;
 	struct json_object *arr = json_object_new_array();
 	char nsname[MAXS][32];
 	struct json_object *absent = json_object_new_array();
 
-	for (int i = 0; i < argc; i++) {
-		if (!strcmp(argv[i], "--expect") && i + 1 < argc) {
-			nwant = parse_slot_values("--expect", strdup(argv[++i]), want, serials, MAXS, false);
+	while ((opt = next_opt(argc, argv, opts, false)) != -1) {
+		switch (opt) {
+		case OPT_EXPECT:
+			nwant = parse_slot_values("--expect", strdup(optarg), want, serials, MAXS, false);
 			if (nwant < 0)
 				return 2;
-		} else if (!strcmp(argv[i], "--timeout") && i + 1 < argc) {
-			if (parse_double_opt("--timeout", argv[++i], 0, TIMEOUT_MAX, &timeout))
+			break;
+		case OPT_TIMEOUT:
+			if (parse_double_opt("--timeout", optarg, 0, TIMEOUT_MAX, &timeout))
 				return 2;
-		} else if (!strcmp(argv[i], "--verify-mib") && i + 1 < argc) {
-			if (parse_int_opt("--verify-mib", argv[++i], 0, 1 << 20, &verify_mib))
+			break;
+		case OPT_VERIFY_MIB:
+			if (parse_int_opt("--verify-mib", optarg, 0, 1 << 20, &verify_mib))
 				return 2;
-		} else {
-			fprintf(stderr, "labprobe drives: unknown argument '%s'\n", argv[i]);
+			break;
+		default:
 			return 2;
 		}
 	}

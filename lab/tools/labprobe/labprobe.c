@@ -28,6 +28,7 @@ static void usage(FILE *f)
 	fprintf(f, "usage: labprobe COMMAND [ARGS]\n"
 		   "Guest-side checks of pciehp-lab; prints one JSON object, exits 0 when all checks held,\n"
 		   "1 when one failed (or the kernel log could not be read: \"error\"), 2 on bad arguments.\n"
+		   "Options are spelled out in full (no abbreviations); --OPTION VALUE or --OPTION=VALUE.\n"
 		   "LABPROBE_KMSG=FILE reads kernel log records from FILE instead of /dev/kmsg (tests).\n"
 		   "LABPROBE_TRACE=FILE: collect reads the trace from FILE and kprobe_profile from FILE.profile,\n"
 		   "and leaves tracefs alone (tests).\n"
@@ -52,7 +53,8 @@ int main(int argc, char **argv)
 
 			labprobe_cmd = cmds[i].name;
 			json_object_object_add(out, "command", json_object_new_string(cmds[i].name));
-			ret = cmds[i].fn(argc - 2, argv + 2, out);
+			/* argv[0] is the command's name: getopt_long's argv (args.c) */
+			ret = cmds[i].fn(argc - 1, argv + 1, out);
 			if (ret == 2) {
 				json_object_put(out);
 				return 2;

@@ -3,6 +3,7 @@
 #ifndef LABPROBE_H
 #define LABPROBE_H
 
+#include <getopt.h>
 #include <json-c/json.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -13,9 +14,23 @@
  * is wrong with the option (the command then exits 2, before acting). */
 extern const char *labprobe_cmd;	/* the subcommand, for messages */
 void arg_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A command's options: getopt_long over its argv (argv[0] the command's
+ * name, as main() and the start/stop dispatchers pass it), read in order.
+ * Long options only, each spelled out in full (no abbreviations), with
+ * their vals from OPT_FIRST up. Returns the next option's val (optarg its
+ * value); 1 with optarg for an argument that is no option when positional
+ * (else that is an error); -1 after the last; '?' after saying what is
+ * wrong: an unknown option, a missing value or one given to an option that
+ * takes none, an unexpected argument (the command then exits 2). */
+#define OPT_FIRST 256
+int next_opt(int argc, char **argv, const struct option *opts, bool positional);
 int parse_long_opt(const char *opt, const char *s, long min, long max, long *out);
 int parse_int_opt(const char *opt, const char *s, int min, int max, int *out);
 int parse_double_opt(const char *opt, const char *s, double min, double max, double *out);
+/* A decimal integer from min to max at the start of s (no blank before
+ * it), for numbers the kernel wrote (sysfs, /proc, the trace): quiet,
+ * true if there is one; *end after it, or with end NULL nothing may follow */
+bool scan_long(const char *s, char **end, long min, long max, long *out);
 /* "a,b,..." split in place into at most max items: count, -1 if more */
 int parse_list(const char *opt, char *arg, char **items, int max);
 /* a physical slot number, 0..8191 */

@@ -174,23 +174,31 @@ void log_window_scanned(unsigned long long from, unsigned long long to)
 
 static int start(int argc, char **argv, struct json_object *out)
 {
+	enum { OPT_CANARY = OPT_FIRST, OPT_TOKEN };
+	static const struct option opts[] = {
+		{ "canary", required_argument, NULL, OPT_CANARY },
+		{ "token", required_argument, NULL, OPT_TOKEN },
+		{ NULL, 0, NULL, 0 },
+	};
 	char path[300], bid[64];
 	const char *token = NULL;
-	int canary = 0;
+	int canary = 0, opt;
 	struct json_object *seq;
 
-	for (int i = 0; i < argc; i++) {
-		if (!strcmp(argv[i], "--canary") && i + 1 < argc) {
-			if (parse_int_opt("--canary", argv[++i], 1, 1000, &canary))
+	while ((opt = next_opt(argc, argv, opts, false)) != -1) {
+		switch (opt) {
+		case OPT_CANARY:
+			if (parse_int_opt("--canary", optarg, 1, 1000, &canary))
 				return 2;
-		} else if (!strcmp(argv[i], "--token") && i + 1 < argc) {
-			token = argv[++i];
+			break;
+		case OPT_TOKEN:
+			token = optarg;
 			if (!token[0] || strlen(token) > 64 || strpbrk(token, " \n")) {
 				arg_error("--token: 1 to 64 characters, no spaces");
 				return 2;
 			}
-		} else {
-			arg_error("unknown argument '%s'", argv[i]);
+			break;
+		default:
 			return 2;
 		}
 	}
@@ -232,27 +240,37 @@ static int start(int argc, char **argv, struct json_object *out)
 
 static int end(int argc, char **argv, struct json_object *out)
 {
+	enum { OPT_SINCE_SEQ = OPT_FIRST, OPT_BOOT_ID, OPT_TOKEN };
+	static const struct option opts[] = {
+		{ "since-seq", required_argument, NULL, OPT_SINCE_SEQ },
+		{ "boot-id", required_argument, NULL, OPT_BOOT_ID },
+		{ "token", required_argument, NULL, OPT_TOKEN },
+		{ NULL, 0, NULL, 0 },
+	};
 	char path[300], line[200], bid[64], token[100] = "", want[100] = "";
 	long since = -1;
 	const char *boot = NULL;
 	unsigned long long (*r)[2] = calloc(MAXRANGES, sizeof(*r));
-	int nr = 0, k;
+	int nr = 0, k, opt;
 	bool restarted;
 	FILE *f;
 	struct json_object *findings, *canary;
 
 	if (!r)
 		return 1;
-	for (int i = 0; i < argc; i++) {
-		if (!strcmp(argv[i], "--since-seq") && i + 1 < argc) {
-			if (parse_long_opt("--since-seq", argv[++i], 0, LONG_MAX, &since))
+	while ((opt = next_opt(argc, argv, opts, false)) != -1) {
+		switch (opt) {
+		case OPT_SINCE_SEQ:
+			if (parse_long_opt("--since-seq", optarg, 0, LONG_MAX, &since))
 				goto bad;
-		} else if (!strcmp(argv[i], "--boot-id") && i + 1 < argc) {
-			boot = argv[++i];
-		} else if (!strcmp(argv[i], "--token") && i + 1 < argc) {
-			scopy(want, sizeof(want), argv[++i]);
-		} else {
-			arg_error("unknown argument '%s'", argv[i]);
+			break;
+		case OPT_BOOT_ID:
+			boot = optarg;
+			break;
+		case OPT_TOKEN:
+			scopy(want, sizeof(want), optarg);
+			break;
+		default:
 			goto bad;
 		}
 	}
@@ -305,11 +323,13 @@ bad:
 	return 2;
 }
 
+/* argv[0] "log-window", argv[1] the action: start() and end() get argv
+ * from the action on (their getopt_long's argv[0]) */
 int cmd_log_window(int argc, char **argv, struct json_object *out)
 {
-	if (argc >= 1 && !strcmp(argv[0], "start"))
+	if (argc >= 2 && !strcmp(argv[1], "start"))
 		return start(argc - 1, argv + 1, out);
-	if (argc >= 1 && !strcmp(argv[0], "end"))
+	if (argc >= 2 && !strcmp(argv[1], "end"))
 		return end(argc - 1, argv + 1, out);
 	arg_error("log-window start | end");
 	return 2;

@@ -354,6 +354,20 @@ int cmd_pm(int argc, char **argv, struct json_object *out)
 {
 	static const char *const wakeup_values[] = { "enabled", "disabled", NULL };
 	static const char *const wait_values[] = { "active", "suspended", NULL };
+	enum { OPT_SLOTS = OPT_FIRST, OPT_PM_CAP, OPT_DYNDBG, OPT_WAKEUP, OPT_D3COLD, OPT_HOLD, OPT_TOUCH,
+	       OPT_WAIT, OPT_TIMEOUT };
+	static const struct option opts[] = {
+		{ "slots", required_argument, NULL, OPT_SLOTS },
+		{ "pm-cap", no_argument, NULL, OPT_PM_CAP },
+		{ "dyndbg", no_argument, NULL, OPT_DYNDBG },
+		{ "wakeup", required_argument, NULL, OPT_WAKEUP },
+		{ "d3cold", required_argument, NULL, OPT_D3COLD },
+		{ "hold", required_argument, NULL, OPT_HOLD },
+		{ "touch", required_argument, NULL, OPT_TOUCH },
+		{ "wait", required_argument, NULL, OPT_WAIT },
+		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
+		{ NULL, 0, NULL, 0 },
+	};
 	char *slots = NULL, *wakeup = NULL, *d3cold = NULL, *touch = NULL, *wait = NULL;
 	double hold = 0, timeout = 10, t0 = now_mono();
 	bool want_cap = false, dyndbg = false;
@@ -361,36 +375,42 @@ int cmd_pm(int argc, char **argv, struct json_object *out)
 	struct json_object *arr, *errs;
 	char *items[MAX_PORTS];
 	struct slot_list l_wakeup, l_d3cold, l_touch, l_wait;
-	int n = 0, failed = 0;
+	int n = 0, failed = 0, opt;
 
-	for (int i = 0; i < argc; i++) {
-		const char *a = argv[i];
-		bool has = i + 1 < argc;
-
-		if (!strcmp(a, "--slots") && has) {
-			slots = argv[++i];
+	while ((opt = next_opt(argc, argv, opts, false)) != -1) {
+		switch (opt) {
+		case OPT_SLOTS:
+			slots = optarg;
 			if ((n = parse_slots("--slots", slots, items, MAX_PORTS)) < 0)
 				return 2;
-		} else if (!strcmp(a, "--pm-cap"))
+			break;
+		case OPT_PM_CAP:
 			want_cap = true;
-		else if (!strcmp(a, "--dyndbg"))
+			break;
+		case OPT_DYNDBG:
 			dyndbg = true;
-		else if (!strcmp(a, "--wakeup") && has)
-			wakeup = argv[++i];
-		else if (!strcmp(a, "--d3cold") && has)
-			d3cold = argv[++i];
-		else if (!strcmp(a, "--hold") && has) {
-			if (parse_double_opt("--hold", argv[++i], 0, TIMEOUT_MAX, &hold))
+			break;
+		case OPT_WAKEUP:
+			wakeup = optarg;
+			break;
+		case OPT_D3COLD:
+			d3cold = optarg;
+			break;
+		case OPT_HOLD:
+			if (parse_double_opt("--hold", optarg, 0, TIMEOUT_MAX, &hold))
 				return 2;
-		} else if (!strcmp(a, "--touch") && has)
-			touch = argv[++i];
-		else if (!strcmp(a, "--wait") && has)
-			wait = argv[++i];
-		else if (!strcmp(a, "--timeout") && has) {
-			if (parse_double_opt("--timeout", argv[++i], 0, TIMEOUT_MAX, &timeout))
+			break;
+		case OPT_TOUCH:
+			touch = optarg;
+			break;
+		case OPT_WAIT:
+			wait = optarg;
+			break;
+		case OPT_TIMEOUT:
+			if (parse_double_opt("--timeout", optarg, 0, TIMEOUT_MAX, &timeout))
 				return 2;
-		} else {
-			fprintf(stderr, "labprobe pm: unknown or incomplete argument '%s'\n", a);
+			break;
+		default:
 			return 2;
 		}
 	}

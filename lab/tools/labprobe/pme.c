@@ -86,35 +86,57 @@ static void look(const char *slot, struct port_pme *p)
 
 int cmd_pme(int argc, char **argv, struct json_object *out)
 {
+	enum { OPT_ARM = OPT_FIRST, OPT_COLLECT, OPT_UNTOUCHED, OPT_SLOTS, OPT_WAIT_SUSPENDED, OPT_PMEIE };
+	static const struct option opts[] = {
+		{ "arm", no_argument, NULL, OPT_ARM },
+		{ "collect", no_argument, NULL, OPT_COLLECT },
+		{ "expect-pme-untouched", no_argument, NULL, OPT_UNTOUCHED },
+		{ "slots", required_argument, NULL, OPT_SLOTS },
+		{ "wait-suspended", required_argument, NULL, OPT_WAIT_SUSPENDED },
+		{ "expect-pmeie", required_argument, NULL, OPT_PMEIE },
+		{ NULL, 0, NULL, 0 },
+	};
 	char *slots_arg = NULL, *names[64];
 	const char *expect = NULL;
 	double wait = 0;
-	int nslots = 0;
+	int nslots = 0, opt;
 	struct checks c;
 
-	bool collect = false, untouched = false;
+	bool arm = false, collect = false, untouched = false;
 
-	if (argc == 1 && !strcmp(argv[0], "--arm"))
-		return kprobes_arm("lpme", pme_probes, NPME_PROBES, out);
-	for (int i = 0; i < argc; i++) {
-		if (!strcmp(argv[i], "--collect"))
+	while ((opt = next_opt(argc, argv, opts, false)) != -1) {
+		switch (opt) {
+		case OPT_ARM:
+			arm = true;
+			break;
+		case OPT_COLLECT:
 			collect = true;
-		else if (!strcmp(argv[i], "--expect-pme-untouched"))
+			break;
+		case OPT_UNTOUCHED:
 			untouched = true;
-		else if (!strcmp(argv[i], "--slots") && i + 1 < argc) {
-			slots_arg = argv[++i];
+			break;
+		case OPT_SLOTS:
+			slots_arg = optarg;
 			if ((nslots = parse_slots("--slots", slots_arg, names, 64)) < 0)
 				return 2;
-		} else if (!strcmp(argv[i], "--wait-suspended") && i + 1 < argc) {
-			if (parse_double_opt("--wait-suspended", argv[++i], 0, TIMEOUT_MAX, &wait))
+			break;
+		case OPT_WAIT_SUSPENDED:
+			if (parse_double_opt("--wait-suspended", optarg, 0, TIMEOUT_MAX, &wait))
 				return 2;
-		} else if (!strcmp(argv[i], "--expect-pmeie") && i + 1 < argc)
-			expect = argv[++i];
-		else {
-			fprintf(stderr, "labprobe pme: unknown argument '%s'\n", argv[i]);
+			break;
+		case OPT_PMEIE:
+			expect = optarg;
+			break;
+		default:
 			return 2;
 		}
 	}
+	if (arm && argc != 2) {
+		arg_error("--arm takes no other argument");
+		return 2;
+	}
+	if (arm)
+		return kprobes_arm("lpme", pme_probes, NPME_PROBES, out);
 	if (!slots_arg || nslots == 0) {
 		fprintf(stderr, "labprobe pme: --slots N,... is required\n");
 		return 2;

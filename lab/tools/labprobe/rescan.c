@@ -294,26 +294,39 @@ static int check_class(const char *opt, const char *s)
 
 int cmd_lockstat(int argc, char **argv, struct json_object *out)
 {
+	enum { OPT_RESET = OPT_FIRST };
+	static const struct option opts[] = {
+		{ "reset", no_argument, NULL, OPT_RESET },
+		{ NULL, 0, NULL, 0 },
+	};
 	const char *classes[MAX_CLASSES];
-	int n = 0;
+	int n = 0, opt;
 	bool reset = false;
 	struct json_object *ls;
 	char why[400];
 
-	for (int i = 0; i < argc; i++) {
-		if (!strcmp(argv[i], "--reset")) {
+	/* CLASS arguments may come before, between or after the options */
+	while ((opt = next_opt(argc, argv, opts, true)) != -1) {
+		switch (opt) {
+		case OPT_RESET:
 			reset = true;
-		} else if (argv[i][0] == '-') {
-			fprintf(stderr, "labprobe lockstat: unknown argument '%s'\n", argv[i]);
-			return 2;
-		} else {
+			break;
+		case 1:
+			/* "-" alone: the one argument starting with '-' that is no option */
+			if (optarg[0] == '-') {
+				arg_error("unknown argument '%s'", optarg);
+				return 2;
+			}
 			if (n == MAX_CLASSES) {
 				arg_error("names more than %d lock classes", MAX_CLASSES);
 				return 2;
 			}
-			if (check_class("CLASS", argv[i]))
+			if (check_class("CLASS", optarg))
 				return 2;
-			classes[n++] = argv[i];
+			classes[n++] = optarg;
+			break;
+		default:
+			return 2;
 		}
 	}
 	if (!n)
@@ -489,21 +502,29 @@ static int loop_start(int argc, char **argv, struct json_object *out)
 {
 	char live[320], startf[320], bid[64], why[400];
 	const char *target = hook("LABPROBE_RESCAN", "/sys/bus/pci/rescan");
-	int interval = 200, pipefd[2];
+	enum { OPT_INTERVAL = OPT_FIRST, OPT_KEEP };
+	static const struct option opts[] = {
+		{ "interval-ms", required_argument, NULL, OPT_INTERVAL },
+		{ "keep-lock-stat", no_argument, NULL, OPT_KEEP },
+		{ NULL, 0, NULL, 0 },
+	};
+	int interval = 200, pipefd[2], opt;
 	bool keep = false;
 	struct json_object *st, *old, *mark, *ls;
 	pid_t pid;
 	ssize_t r;
 	char c;
 
-	for (int i = 0; i < argc; i++) {
-		if (!strcmp(argv[i], "--interval-ms") && i + 1 < argc) {
-			if (parse_int_opt("--interval-ms", argv[++i], 1, 3600000, &interval))
+	while ((opt = next_opt(argc, argv, opts, false)) != -1) {
+		switch (opt) {
+		case OPT_INTERVAL:
+			if (parse_int_opt("--interval-ms", optarg, 1, 3600000, &interval))
 				return 2;
-		} else if (!strcmp(argv[i], "--keep-lock-stat")) {
+			break;
+		case OPT_KEEP:
 			keep = true;
-		} else {
-			fprintf(stderr, "labprobe rescan-loop start: unknown argument '%s'\n", argv[i]);
+			break;
+		default:
 			return 2;
 		}
 	}
@@ -619,27 +640,35 @@ static int loop_start(int argc, char **argv, struct json_object *out)
 static int loop_stop_cmd(int argc, char **argv, struct json_object *out)
 {
 	char live[320], startf[320], bid[64], why[400];
+	enum { OPT_TIMEOUT = OPT_FIRST, OPT_CLASS };
+	static const struct option opts[] = {
+		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
+		{ "class", required_argument, NULL, OPT_CLASS },
+		{ NULL, 0, NULL, 0 },
+	};
 	const char *classes[MAX_CLASSES];
-	int nclasses = 0;
+	int nclasses = 0, opt;
 	double timeout = 120;
 	struct json_object *st, *mark, *ls;
 	bool running, stopped, ok = true;
 	const char *b;
 
-	for (int i = 0; i < argc; i++) {
-		if (!strcmp(argv[i], "--timeout") && i + 1 < argc) {
-			if (parse_double_opt("--timeout", argv[++i], 0, TIMEOUT_MAX, &timeout))
+	while ((opt = next_opt(argc, argv, opts, false)) != -1) {
+		switch (opt) {
+		case OPT_TIMEOUT:
+			if (parse_double_opt("--timeout", optarg, 0, TIMEOUT_MAX, &timeout))
 				return 2;
-		} else if (!strcmp(argv[i], "--class") && i + 1 < argc) {
+			break;
+		case OPT_CLASS:
 			if (nclasses == MAX_CLASSES) {
 				arg_error("--class: more than %d lock classes", MAX_CLASSES);
 				return 2;
 			}
-			if (check_class("--class", argv[++i]))
+			if (check_class("--class", optarg))
 				return 2;
-			classes[nclasses++] = argv[i];
-		} else {
-			fprintf(stderr, "labprobe rescan-loop stop: unknown argument '%s'\n", argv[i]);
+			classes[nclasses++] = optarg;
+			break;
+		default:
 			return 2;
 		}
 	}
@@ -734,12 +763,14 @@ static int loop_stop_cmd(int argc, char **argv, struct json_object *out)
 	return ok ? 0 : 1;
 }
 
+/* argv[0] "rescan-loop", argv[1] the action: loop_start() and
+ * loop_stop_cmd() get argv from the action on (their getopt_long's argv[0]) */
 int cmd_rescan_loop(int argc, char **argv, struct json_object *out)
 {
-	if (argc >= 1 && !strcmp(argv[0], "start"))
+	if (argc >= 2 && !strcmp(argv[1], "start"))
 		return loop_start(argc - 1, argv + 1, out);
-	if (argc >= 1 && !strcmp(argv[0], "stop"))
+	if (argc >= 2 && !strcmp(argv[1], "stop"))
 		return loop_stop_cmd(argc - 1, argv + 1, out);
-	fprintf(stderr, "labprobe rescan-loop: start or stop, got '%s'\n", argc ? argv[0] : "");
+	fprintf(stderr, "labprobe rescan-loop: start or stop, got '%s'\n", argc >= 2 ? argv[1] : "");
 	return 2;
 }

@@ -3,6 +3,7 @@
 #include "labprobe.h"
 
 #include <dirent.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,17 +52,19 @@ int port_irqs(const char *port, int *irqs, int max)
 	DIR *d;
 	struct dirent *e;
 	int n = 0;
+	long v;
 
 	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/msi_irqs", port);
 	d = opendir(path);
 	if (d) {
 		while ((e = readdir(d)) && n < max)
-			if (e->d_name[0] != '.')
-				irqs[n++] = atoi(e->d_name);
+			if (scan_long(e->d_name, NULL, 0, INT_MAX, &v))	/* not . or .. */
+				irqs[n++] = (int)v;
 		closedir(d);
 	}
-	if (!n && read_linef(line, sizeof(line), "/sys/bus/pci/devices/%s/irq", port) == 0)
-		irqs[n++] = atoi(line);
+	if (!n && read_linef(line, sizeof(line), "/sys/bus/pci/devices/%s/irq", port) == 0 &&
+	    scan_long(line, NULL, 0, INT_MAX, &v))
+		irqs[n++] = (int)v;
 	return n;
 }
 

@@ -11,6 +11,7 @@
 #include "labprobe.h"
 
 #include <dirent.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,45 +112,58 @@ static int cloud_init_state(char *detail, size_t len)
 
 int cmd_smoke(int argc, char **argv, struct json_object *out)
 {
+	enum { OPT_RELEASE = OPT_FIRST, OPT_SLOTS, OPT_DRIVE, OPT_HOSTNAME, OPT_CI_WAIT };
+	static const struct option opts[] = {
+		{ "release", required_argument, NULL, OPT_RELEASE },
+		{ "slots", required_argument, NULL, OPT_SLOTS },
+		{ "drive", required_argument, NULL, OPT_DRIVE },
+		{ "hostname", required_argument, NULL, OPT_HOSTNAME },
+		{ "cloud-init-wait", required_argument, NULL, OPT_CI_WAIT },
+		{ NULL, 0, NULL, 0 },
+	};
 	const char *release = NULL, *hostname = NULL;
-	char *slots[MAX_ITEMS], *drives[MAX_ITEMS], *serials[MAX_ITEMS];
-	int nslots = 0, ndrives = 0, ci_wait = 120;
+	char *slots[MAX_ITEMS], *drives[MAX_ITEMS], *serials[MAX_ITEMS], *eq;
+	int nslots = 0, ndrives = 0, ci_wait = 120, opt;
 	struct checks c;
 	struct utsname u;
 	struct json_object *findings, *ns_list = json_object_new_array();
 	char *slot_arg = NULL;
 
-	for (int i = 0; i < argc; i++) {
-		if (!strcmp(argv[i], "--release") && i + 1 < argc) {
-			release = argv[++i];
-		} else if (!strcmp(argv[i], "--slots") && i + 1 < argc) {
+	while ((opt = next_opt(argc, argv, opts, false)) != -1) {
+		switch (opt) {
+		case OPT_RELEASE:
+			release = optarg;
+			break;
+		case OPT_SLOTS:
 			free(slot_arg);
-			slot_arg = strdup(argv[++i]);
+			slot_arg = strdup(optarg);
 			if ((nslots = parse_slots("--slots", slot_arg, slots, MAX_ITEMS)) < 0)
 				return 2;
-		} else if (!strcmp(argv[i], "--drive") && i + 1 < argc) {
-			char *eq = strchr(argv[++i], '=');
-
+			break;
+		case OPT_DRIVE:
+			eq = strchr(optarg, '=');
 			if (ndrives == MAX_ITEMS) {
 				arg_error("--drive is given more than %d times", MAX_ITEMS);
 				return 2;
 			}
 			if (!eq) {
-				arg_error("--drive takes SLOT=SERIAL, got '%s'", argv[i]);
+				arg_error("--drive takes SLOT=SERIAL, got '%s'", optarg);
 				return 2;
 			}
 			*eq = '\0';
-			if (check_slot("--drive", argv[i]))
+			if (check_slot("--drive", optarg))
 				return 2;
-			drives[ndrives] = argv[i];
+			drives[ndrives] = optarg;
 			serials[ndrives++] = eq + 1;
-		} else if (!strcmp(argv[i], "--hostname") && i + 1 < argc) {
-			hostname = argv[++i];
-		} else if (!strcmp(argv[i], "--cloud-init-wait") && i + 1 < argc) {
-			if (parse_int_opt("--cloud-init-wait", argv[++i], 0, TIMEOUT_MAX, &ci_wait))
+			break;
+		case OPT_HOSTNAME:
+			hostname = optarg;
+			break;
+		case OPT_CI_WAIT:
+			if (parse_int_opt("--cloud-init-wait", optarg, 0, TIMEOUT_MAX, &ci_wait))
 				return 2;
-		} else {
-			fprintf(stderr, "labprobe smoke: unknown argument '%s'\n", argv[i]);
+			break;
+		default:
 			return 2;
 		}
 	}
@@ -181,6 +195,7 @@ int cmd_smoke(int argc, char **argv, struct json_object *out)
 		char *serial = serials[i], name[96], ctrl[64] = "", pci[64] = "", ns[64] = "";
 		char want[32], sectors[32] = "0";
 		int bus;
+		long nsect;
 		bool ok;
 
 		bus = slot_bus(drives[i]);
@@ -189,7 +204,7 @@ int cmd_smoke(int argc, char **argv, struct json_object *out)
 		ok = find_ctrl(serial, ctrl, sizeof(ctrl), pci, sizeof(pci)) &&
 		     find_namespace(ctrl, ns, sizeof(ns)) &&
 		     read_linef(sectors, sizeof(sectors), "/sys/block/%s/size", ns) == 0 &&
-		     atoll(sectors) > 0 && path_exists("/dev/%s", ns) && !strcmp(pci, want);
+		     scan_long(sectors, NULL, 1, LONG_MAX, &nsect) && path_exists("/dev/%s", ns) && !strcmp(pci, want);
 		check(&c, ok, name, "serial %s: controller %s at %s (slot at %s), namespace %s, %s sectors",
 		      serial, ctrl[0] ? ctrl : "none", pci[0] ? pci : "-", want, ns[0] ? ns : "none", sectors);
 		if (ok) {

@@ -218,9 +218,18 @@ static void stale_ctrls(struct json_object *out, struct checks *c)
 
 int cmd_view(int argc, char **argv, struct json_object *out)
 {
+	enum { OPT_SLOTS = OPT_FIRST, OPT_SINCE_SEQ, OPT_EXPECT, OPT_TIMEOUT, OPT_LOG };
+	static const struct option opts[] = {
+		{ "slots", required_argument, NULL, OPT_SLOTS },
+		{ "since-seq", required_argument, NULL, OPT_SINCE_SEQ },
+		{ "expect", required_argument, NULL, OPT_EXPECT },
+		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
+		{ "log", optional_argument, NULL, OPT_LOG },
+		{ NULL, 0, NULL, 0 },
+	};
 	char *names[MAXV], *expects[MAXV];
-	const char *expect_for[MAXV] = { 0 }, *values[MAXV];
-	int nslots = 0, nexp = 0, log_max = 0;
+	const char *expect_for[MAXV] = { 0 }, *values[MAXV], *lines;
+	int nslots = 0, nexp = 0, log_max = 0, opt;
 	long since = 0;
 	bool since_given = false;
 	double timeout = 0, start = now_mono();
@@ -228,29 +237,36 @@ int cmd_view(int argc, char **argv, struct json_object *out)
 	struct checks c = { 0 };
 	int looks = 0;
 
-	for (int i = 0; i < argc; i++) {
-		if (!strcmp(argv[i], "--slots") && i + 1 < argc) {
-			if ((nslots = parse_slots("--slots", strdup(argv[++i]), names, MAXV)) < 0)
+	while ((opt = next_opt(argc, argv, opts, false)) != -1) {
+		switch (opt) {
+		case OPT_SLOTS:
+			if ((nslots = parse_slots("--slots", strdup(optarg), names, MAXV)) < 0)
 				return 2;
-		} else if (!strcmp(argv[i], "--since-seq") && i + 1 < argc) {
-			if (parse_long_opt("--since-seq", argv[++i], 0, LONG_MAX, &since))
+			break;
+		case OPT_SINCE_SEQ:
+			if (parse_long_opt("--since-seq", optarg, 0, LONG_MAX, &since))
 				return 2;
 			since_given = true;
-		} else if (!strcmp(argv[i], "--expect") && i + 1 < argc) {
-			if ((nexp = parse_slot_values("--expect", strdup(argv[++i]), expects, values, MAXV,
-						      false)) < 0)
+			break;
+		case OPT_EXPECT:
+			if ((nexp = parse_slot_values("--expect", strdup(optarg), expects, values, MAXV, false)) < 0)
 				return 2;
-		} else if (!strcmp(argv[i], "--timeout") && i + 1 < argc) {
-			if (parse_double_opt("--timeout", argv[++i], 0, TIMEOUT_MAX, &timeout))
+			break;
+		case OPT_TIMEOUT:
+			if (parse_double_opt("--timeout", optarg, 0, TIMEOUT_MAX, &timeout))
 				return 2;
-		} else if (!strcmp(argv[i], "--log")) {
+			break;
+		case OPT_LOG:
 			log_max = 200;
-			/* LINES is optional: a next argument that starts like a number */
-			if (i + 1 < argc && argv[i + 1][0] >= '0' && argv[i + 1][0] <= '9' &&
-			    parse_int_opt("--log", argv[++i], 0, 100000, &log_max))
+			/* LINES is optional: --log=LINES, or a next argument that
+			 * starts like a number (getopt_long leaves that one to us) */
+			lines = optarg;
+			if (!lines && optind < argc && argv[optind][0] >= '0' && argv[optind][0] <= '9')
+				lines = argv[optind++];
+			if (lines && parse_int_opt("--log", lines, 0, 100000, &log_max))
 				return 2;
-		} else {
-			fprintf(stderr, "labprobe view: unknown argument '%s'\n", argv[i]);
+			break;
+		default:
 			return 2;
 		}
 	}

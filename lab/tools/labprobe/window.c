@@ -28,6 +28,7 @@
 #include "labprobe.h"
 
 #include <ctype.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -105,8 +106,9 @@ static int name_index(const char *comm, int pid)
  * who: "prev" or "next" */
 static bool field(const char *args, const char *who, char *comm, size_t len, int *pid)
 {
-	char key[16], pidkey[16];
+	char key[16], pidkey[16], *end;
 	const char *a, *p;
+	long v;
 
 	snprintf(key, sizeof(key), "%s_comm=", who);
 	snprintf(pidkey, sizeof(pidkey), " %s_pid=", who);
@@ -119,7 +121,9 @@ static bool field(const char *args, const char *who, char *comm, size_t len, int
 		return false;
 	memcpy(comm, a, p - a);
 	comm[p - a] = '\0';
-	*pid = atoi(p + strlen(pidkey));
+	if (!scan_long(p + strlen(pidkey), &end, 0, INT_MAX, &v))
+		return false;
+	*pid = (int)v;
 	return true;
 }
 
