@@ -106,3 +106,24 @@ def test_quick_swap_outcomes_and_smallest_working_delay():
     assert lab_scenarios.lab_quickswap_iteration_ok(recs[:3], [1000, 500, 0])
     assert not lab_scenarios.lab_quickswap_iteration_ok(recs, [1000, 500, 0, 100])
     assert lab_scenarios.lab_quickswap_metrics([[recs[1]]], [500])["smallest_working_delay_ms"] is None
+
+
+def test_quick_swap_largest_delay_may_race_only_with_a_guest_slower_than_it():
+    """A race at the largest delay passes only when the guest powered the
+    slot off after the new drive came (its teardown outlived the delay, as a
+    starved host makes it); before the add, or with no timeline, it fails."""
+    ok = {"rc": 0, "stdout": "{}"}
+    rview = {"rc": 0, "stdout": json.dumps({"log": []})}
+
+    def race(power_off_ms, after_resume_ms=2000):
+        sw = {"rc": 1, "stdout": json.dumps({
+            "result": "deleted", "new": {"serial": "s-g2", "device": "d"}, "deleted_after_add_ms": 40,
+            "add": {"after_resume_ms": after_resume_ms}, "guest": {"power_off_ms": power_off_ms}})}
+        return lab_scenarios.lab_quickswap_delay(2000, sw, {"skipped": True}, rview, ok, ok)
+    kept = {"rc": 0, "stdout": json.dumps({"result": "kept", "new": {"serial": "s-g1"}})}
+    small = lab_scenarios.lab_quickswap_delay(0, kept, ok)
+    assert lab_scenarios.lab_quickswap_iteration_ok([race(2600), small], [2000, 0])
+    assert lab_scenarios.lab_quickswap_metrics([[race(2600), small]], [2000, 0])["largest_delay_outlived_ms"] == [2600]
+    assert not lab_scenarios.lab_quickswap_iteration_ok([race(1500), small], [2000, 0])
+    assert not lab_scenarios.lab_quickswap_iteration_ok([race(None), small], [2000, 0])
+    assert lab_scenarios.lab_quickswap_metrics([[race(1500), small]], [2000, 0])["largest_delay_outlived_ms"] is None
