@@ -507,3 +507,24 @@ NO_IRQ_THREAD = "# Samples: 10 of event 'cpu-clock'\n# Event count (approx.): 80
 def test_perf_profile_without_samples_is_an_error(text, rc):
     p = lab_results.lab_perf_profile(text, rc, 1000, 0, 32)
     assert p["error"] and p["irq_thread"] is None
+
+
+def test_stock_dpc_recovery_reads_are_expected_only_with_dpc():
+    """Run dpc-ab2 (reference-results): stock's dpc-surprise-down and
+    bulk-surprise-removal on DPC root ports fail on error recovery and its
+    reads of removed drives, all known (xfail); the same reads in a run
+    without lab_dpc, or a read from another function, still fail."""
+    import yaml
+    stock = {"stock": yaml.safe_load((REPO / "kernel/expected-failures/stock.yml").read_text())}
+    run = json.loads((REPO / "reference-results/dpc-ab2/summary.json").read_text())
+    recs = [r for r in run["scenarios"] if r["variant"] == "stock" and r["status"] == "fail"]
+    assert sorted(r["name"] for r in recs) == ["bulk-surprise-removal", "dpc-surprise-down"]
+    assert [r["status"] for r in lab_results.lab_apply_expected(recs, stock, run["profile"])] == ["xfail", "xfail"]
+    (bulk,) = [r for r in recs if r["name"] == "bulk-surprise-removal"]
+    no_dpc = dict(run["profile"], lab_dpc=False)
+    assert lab_results.lab_apply_expected([bulk], stock, no_dpc)[0]["status"] == "fail"
+    other = dict(bulk, findings=[dict(bulk["findings"][0],
+                                      line="3 read(s) reached removed drives: pci_conf1_read x2, nvme_reset_work x1")])
+    assert lab_results.lab_apply_expected([other], stock, run["profile"])[0]["status"] == "fail"
+    patched = [r for r in run["scenarios"] if r["variant"] == "patched"]
+    assert [r["status"] for r in patched] == ["pass", "pass", "pass"]

@@ -70,3 +70,40 @@ def test_table_matches_its_result_file(title, run, header, rows):
         timeout = str(int(float(row[0].split()[0]) * 1000))
         for column, cell in zip(header[1:], row[1:]):
             assert cell == expected(summary, column, timeout), (title, run, row[0], column)
+
+
+DPC_HEADER = "| dpc-surprise-down, 4 drives |"
+
+
+def dpc_cell(summary, row, variant):
+    (rec,) = [r for r in summary["scenarios"] if r["name"] == "dpc-surprise-down" and r["variant"] == variant]
+    m = rec["metrics"]
+    if row == "containments the DPC driver took through error recovery":
+        return f"{m['dpc_kprobe_hits']['dpc_process_error']} of {m['dpc_kprobe_hits']['dpc_handler']}"
+    if row == "pciehp handled the yank, median ms after its interrupt":
+        return str(round(m["handled_ms"]["p50"]))
+    if row == "last drive gone, ms after the first interrupt":
+        return str(round(m["last_gone_ms"]["max"]))
+    pytest.fail(f"DPC table row '{row}' has no rule in tests/test_readme_numbers.py")
+
+
+def test_dpc_tables_match_their_result_file():
+    text = "\n".join(p.read_text() for p in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))])
+    found = 0
+    for section in re.split(r"\n(?=#{1,3} )", text):
+        lines = section.splitlines()
+        for i, line in enumerate(lines):
+            if not line.startswith(DPC_HEADER):
+                continue
+            runs = REF.findall("\n".join(lines[:i]))
+            assert runs, f"section '{lines[0]}': a measured DPC table names no reference-results file"
+            summary = json.loads((REPO / "reference-results" / runs[-1] / "summary.json").read_text())
+            variants = [c.strip() for c in line.strip("|").split("|")][1:]
+            for row in lines[i + 2:]:
+                if not row.startswith("|"):
+                    break
+                cells = [c.strip() for c in row.strip("|").split("|")]
+                for variant, cell in zip(variants, cells[1:]):
+                    assert cell == dpc_cell(summary, cells[0], variant), (lines[0], cells[0], variant)
+                found += 1
+    assert found >= 3

@@ -434,14 +434,16 @@ def lab_disconnect_judge(passes, runs):
     return {"reports": reports, "unmarked_hung_tasks": hung}
 
 
-def lab_apply_expected(records, expected):
+def lab_apply_expected(records, expected, profile=None):
     """Marks failed records whose every finding is a known failure of the
     kernel variant (kernel/expected-failures/<variant>.yml) as 'xfail'.
     expected: that file's list, or {variant: list} for a run of several
     variants (each record has its VM's variant). An entry matches a finding
     of its scenario only when the finding is of the entry's kind and its line
     matches the entry's regular expression: the same words from another
-    check, or a kernel-log line where a step failure is expected, still fail."""
+    check, or a kernel-log line where a step failure is expected, still fail.
+    An entry with 'profile' (e.g. {lab_dpc: true}) applies only to a run
+    whose profile has those values."""
     out = []
     for rec in records:
         rec = dict(rec)
@@ -451,6 +453,8 @@ def lab_apply_expected(records, expected):
             if not e.get("kind") or not e.get("match"):
                 raise AnsibleFilterError(f"expected failure of {e.get('scenario')} needs both 'kind' (the "
                                          f"finding's kind) and 'match' (a regular expression of its line): {e}")
+        entries = [e for e in entries
+                   if all((profile or {}).get(k) == v for k, v in (e.get("profile") or {}).items())]
         findings = rec.get("findings") or []
         if rec.get("status") == "fail" and entries and findings:
             reasons = []
