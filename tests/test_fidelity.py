@@ -111,7 +111,7 @@ def test_the_domain_runs_the_lab_qemu(fidelity_vm):
 
 def test_dpc_contains_each_yank_and_the_series_leaves_it_to_pciehp(fidelity_vm):
     # qemu 0007: every yank is a Surprise Down its root port contains;
-    # kernel 0006: the DPC driver releases the port without error recovery
+    # kernel 0007: the DPC driver releases the port without error recovery
     rec = {r["name"]: r for r in fidelity_vm.summary["scenarios"]}["dpc-surprise-down"]
     assert rec["status"] == "pass", json.dumps(rec)[:3000]
     hits = rec["metrics"]["dpc_kprobe_hits"]
@@ -174,20 +174,26 @@ def test_stock_qemu_reads_nothing_as_zero(lab_vm):
 
 
 def test_debug_keep_connected_leaves_devices_unmarked(fidelity_vm):
+    # kernel 0004's switch, seen through 0002's pciehp_dev_disconnected; and
+    # 0001's upstream pci_hp_event reports the yank whatever the switch says
     vm = fidelity_vm
     ev = "/sys/kernel/tracing/events/pci_hotplug/pciehp_dev_disconnected"
+    hp_event = "/sys/kernel/tracing/events/pci/pci_hp_event"
     rc, out, err = vm.agent("cat /sys/module/pciehp/parameters/debug_keep_connected")
     assert rc == 0 and out.strip() == "N", out + err
     for setting, marked in (("Y", False), ("N", True)):
         rc, out, err = vm.agent(f"echo {setting} > /sys/module/pciehp/parameters/debug_keep_connected && "
-                                f"echo > /sys/kernel/tracing/trace && echo 1 > {ev}/enable")
+                                f"echo > /sys/kernel/tracing/trace && echo 1 > {ev}/enable && "
+                                f"echo 1 > {hp_event}/enable")
         assert rc == 0, err
         rc, rep, err = hpslot("remove", "--surprise", "--wait-guest", "20", vm.name, "1")
         assert rc == 0, err + json.dumps(rep)[:2000]
-        rc, trace, err = vm.agent(f"echo 0 > {ev}/enable; cat /sys/kernel/tracing/trace; "
+        rc, trace, err = vm.agent(f"echo 0 > {ev}/enable; echo 0 > {hp_event}/enable; "
+                                  "cat /sys/kernel/tracing/trace; "
                                   "echo N > /sys/module/pciehp/parameters/debug_keep_connected")
         assert rc == 0, err
         assert ("pciehp_dev_disconnected" in trace) == marked, f"debug_keep_connected={setting}:\n{trace}"
+        assert re.search(r"pci_hp_event: [0-9a-f:.]+ slot:\S+, event:(LINK_DOWN|CARD_NOT_PRESENT)", trace), trace
         rc, rep, err = hpslot("add", "--wait", "30", vm.name, "1")
         assert rc == 0, err
         rc, out, _ = vm.agent(f"labprobe drives --expect 1={rep['slots'][0]['serial']} --timeout 60")
@@ -196,7 +202,7 @@ def test_debug_keep_connected_leaves_devices_unmarked(fidelity_vm):
 
 
 def test_patched_kernel_reads_no_removed_drive(fidelity_vm):
-    # kernel 0007: after pciehp marks a yanked drive disconnected nothing
+    # kernel 0008: after pciehp marks a yanked drive disconnected nothing
     # reads it; QEMU counted every read that reached the removed drives of
     # each bulk yank (4 drives, 20 ms completion timeout): a count, not a time
     rec = {r["name"]: r for r in fidelity_vm.summary["scenarios"]}["bulk-surprise-removal"]
