@@ -12,46 +12,16 @@
 #define DEFAULT_TIMEOUT 20.0
 #define DEFAULT_SIZE_MIB 64
 
-const char *hp_cmd_name(enum hp_cmd c)
-{
-	switch (c) {
-	case HP_CMD_STATUS: return "status";
-	case HP_CMD_REMOVE: return "remove";
-	case HP_CMD_ADD: return "add";
-	case HP_CMD_SWAP: return "swap";
-	case HP_CMD_STORM: return "storm";
-	case HP_CMD_AER: return "aer";
-	case HP_CMD_ABSENT: return "absent";
-	default: return "";
-	}
-}
-
-void hp_usage(FILE *f)
-{
-	fprintf(f,
+/* `hpslot --help`: the lines before and after the commands' summaries */
+static const char usage_head[] =
 "usage: hpslot [-c URI] [--json] COMMAND [OPTIONS] DOMAIN [SLOT...]\n"
 "\n"
 "pciehp-lab's host-side PCIe hotplug slot actuator. It drives the pcie-root-port\n"
 "slots of a running libvirt/QEMU domain (q35, native PCIe hotplug) through the\n"
 "QEMU monitor and discovers ports, drives and block nodes from QEMU at run time.\n"
 "\n"
-"commands:\n"
-"  status DOMAIN [SLOT...]                        one line a slot: registers and drive\n"
-"  remove --orderly [--cancel] [--timeout S] DOMAIN SLOT...\n"
-"                                                 attention-button removal (device_del)\n"
-"  remove --surprise [--wait-guest S] [--quiet-ms MS] [--stagger-ms MS]\n"
-"         [--when-masked MS [--after-mask-ms D]] DOMAIN SLOT...\n"
-"                                                 surprise removal of all SLOTs in one pause\n"
-"  add [--serial S] [--size MIB] [--node NAME] [--wait S] [--force] DOMAIN SLOT...\n"
-"                                                 hot-add an NVMe drive into each SLOT\n"
-"  swap [--delay-ms D] [--serial S] [--settle S] DOMAIN SLOT\n"
-"                                                 surprise removal, D ms later a new drive\n"
-"  storm --seed N --count K [--max-gap-ms M] [--orderly-percent P] [--wait S]\n"
-"        [--settle S] [--dry-run] DOMAIN SLOT...  K seeded random removals and adds\n"
-"  aer --error NAME [--correctable] DOMAIN SLOT...\n"
-"                                                 inject an AER error at each SLOT's port\n"
-"  absent [--reset] DOMAIN [SLOT...]              reads that reached nothing below each\n"
-"                                                 slot, by guest pc (lab QEMU; --reset zeroes)\n"
+"commands:\n";
+static const char usage_tail[] =
 "  help [COMMAND]                                 this text, or a command's\n"
 "\n"
 "SLOT is a physical slot number (the root port's `slot` property, what the guest\n"
@@ -81,14 +51,11 @@ HP_LOCK_DIR_DEFAULT " (created mode 0700 if missing; refused unless it\n"
 "only partly worked; see the per-slot results; or the domain's lock could not be\n"
 "had: nothing was changed); 2 bad command line; 3 refused\n"
 "(unknown domain or slot, no drive, domain not running, slot busy...): nothing\n"
-"was changed.\n");
-}
+"was changed.\n";
 
-void hp_cmd_help(FILE *f, enum hp_cmd c)
-{
-	switch (c) {
-	case HP_CMD_STATUS:
-		fprintf(f,
+static const char status_summary[] =
+"  status DOMAIN [SLOT...]                        one line a slot: registers and drive\n";
+static const char status_help[] =
 "usage: hpslot status [-c URI] [--json] DOMAIN [SLOT...]\n"
 "\n"
 "One line a root port (all, or the named SLOTs): physical slot, root port id,\n"
@@ -118,10 +85,15 @@ void hp_cmd_help(FILE *f, enum hp_cmd c)
 "    \"drive\":{\"id\":\"nvme-s3\",\"driver\":\"nvme\",\"serial\":\"lab1-s3-g0\",\n"
 "      \"node\":\"drive-s3\",\"node_driver\":\"raw\",\"file\":\"...\",\"size\":67108864}|null}]}\n"
 "Works on a paused domain too (ECAM only; it is not resumed by status, except\n"
-"a domain a killed hpslot left paused: see the lock in `hpslot --help`).\n");
-		break;
-	case HP_CMD_REMOVE:
-		fprintf(f,
+"a domain a killed hpslot left paused: see the lock in `hpslot --help`).\n";
+
+static const char remove_summary[] =
+"  remove --orderly [--cancel] [--timeout S] DOMAIN SLOT...\n"
+"                                                 attention-button removal (device_del)\n"
+"  remove --surprise [--wait-guest S] [--quiet-ms MS] [--stagger-ms MS]\n"
+"         [--when-masked MS [--after-mask-ms D]] DOMAIN SLOT...\n"
+"                                                 surprise removal of all SLOTs in one pause\n";
+static const char remove_help[] =
 "usage: hpslot remove --orderly [--cancel] [--timeout S] [-c URI] [--json] DOMAIN SLOT...\n"
 "       hpslot remove --surprise [--wait-guest S] [--quiet-ms MS] [--stagger-ms MS]\n"
 "                    [--when-masked MS [--after-mask-ms D]] [-c URI] [--json] DOMAIN SLOT...\n"
@@ -225,10 +197,12 @@ void hp_cmd_help(FILE *f, enum hp_cmd c)
 "      is finalized: can lag the unplug by tens of ms),\n"
 "      with --wait-guest: \"guest_power_off_s\":0.05,\"guest_done_s\":1.08 (seconds\n"
 "      after resume; null if not seen), \"guest_done\":true,\n"
-"    \"error\":\"...\" when it failed}]}\n");
-		break;
-	case HP_CMD_ADD:
-		fprintf(f,
+"    \"error\":\"...\" when it failed}]}\n";
+
+static const char add_summary[] =
+"  add [--serial S] [--size MIB] [--node NAME] [--wait S] [--force] DOMAIN SLOT...\n"
+"                                                 hot-add an NVMe drive into each SLOT\n";
+static const char add_help[] =
 "usage: hpslot add [--serial S] [--size MIB] [--node NAME] [--prop KEY=VALUE]...\n"
 "                  [--wait S] [--force] [-c URI] [--json] DOMAIN SLOT...\n"
 "\n"
@@ -264,10 +238,12 @@ void hp_cmd_help(FILE *f, enum hp_cmd c)
 "--json: {\"command\":\"add\",\"ok\":..,\"domain\":..,\"slots\":[{\"slot\":3,\"port\":\"pci.3\",\n"
 "  \"address\":\"00:04.0\",\"device\":\"nvme-s3\",\"serial\":\"lab1-s3-g1\",\"node\":\"drive-s3\",\n"
 "  \"node_reused\":true,\"size\":67108864,\"added_ns\":..,\"waited_s\":0.0,\n"
-"  \"presence\":true,\"result\":\"added\"|\"failed\",\"error\":..}]}\n");
-		break;
-	case HP_CMD_SWAP:
-		fprintf(f,
+"  \"presence\":true,\"result\":\"added\"|\"failed\",\"error\":..}]}\n";
+
+static const char swap_summary[] =
+"  swap [--delay-ms D] [--serial S] [--settle S] DOMAIN SLOT\n"
+"                                                 surprise removal, D ms later a new drive\n";
+static const char swap_help[] =
 "usage: hpslot swap [--delay-ms D] [--serial S] [--settle S] [-c URI] [--json] DOMAIN SLOT\n"
 "\n"
 "A drive swapped for another one in a hurry: surprise removal of the drive in\n"
@@ -303,28 +279,30 @@ void hp_cmd_help(FILE *f, enum hp_cmd c)
 "  time), \"deleted_after_add_ms\":..|null, \"old_deleted_ns\":..,\n"
 "  \"guest\":{\"power_off_ms\":..,\"indicator_off_ms\":..,\"power_on_ms\":..} (first time\n"
 "  after the resume the slot registers showed it; polled, ~tens of ms; null if\n"
-"  not seen), \"slot_after\":{..hpslot status of the slot at the end..}}\n");
-		break;
-	case HP_CMD_STORM:
-		fprintf(f,
+"  not seen), \"slot_after\":{..hpslot status of the slot at the end..}}\n";
+
+static const char storm_summary[] =
+"  storm --seed N --count K [--max-gap-ms M] [--orderly-percent P] [--wait S]\n"
+"        [--settle S] [--dry-run] DOMAIN SLOT...  K seeded random removals and adds\n";
+static const char storm_help[] =
 "usage: hpslot storm --seed N --count K [--max-gap-ms M] [--orderly-percent P]\n"
 "                    [--wait S] [--settle S] [--dry-run] [-c URI] [--json] DOMAIN SLOT...\n"
 "\n"
 "K random hotplug actions across the SLOTs, reproducible from the seed: the\n"
 "action list is fixed by N, K, M, P and which SLOTs hold a drive at the start\n"
 "(and printed first; --dry-run prints it and stops). Each step picks a SLOT\n"
-"uniformly; an occupied one gets a removal -- orderly with probability P %%\n"
-"(default %d), else surprise -- and an empty one an add; then a pause of\n"
-"0..M ms (default %d; uniform). Removals and adds are those of `hpslot\n"
+"uniformly; an occupied one gets a removal -- orderly with probability P %\n"
+"(default " HP_STR(HP_STORM_ORDERLY_DEFAULT) "), else surprise -- and an empty one an add; then a pause of\n"
+"0..M ms (default " HP_STR(HP_STORM_MAX_GAP_DEFAULT) "; uniform). Removals and adds are those of `hpslot\n"
 "remove --surprise` and `hpslot add`; an orderly removal is only started\n"
 "(device_del: the guest's 5 s window runs while the storm goes on), after\n"
 "waiting up to S s for the slot's power indicator to stop blinking. An add\n"
-"waits (like add --wait S, default %g) until the slot's previous drive is gone\n"
+"waits (like add --wait S, default " HP_STR(HP_STORM_WAIT_S) ") until the slot's previous drive is gone\n"
 "and the guest has torn the slot down. Plan and reality can part (an action\n"
 "failed): a planned action that no longer fits the slot is skipped and\n"
 "logged.\n"
 "\n"
-"At the end it waits up to --settle S seconds (default %g) until every slot\n"
+"At the end it waits up to --settle S seconds (default " HP_STR(HP_STORM_SETTLE_S) ") until every slot\n"
 "has settled: no removal pending, and the slot registers steady -- occupied:\n"
 "present, powered, power indicator on; empty: no device, powered off,\n"
 "indicator off -- and prints the expected state of each slot (occupied +\n"
@@ -341,12 +319,12 @@ void hp_cmd_help(FILE *f, enum hp_cmd c)
 "  \"settled\":true,\"settle_s\":3.2,\"final\":[{\"slot\":3,\"expected\":{\"occupied\":true,\n"
 "    \"serial\":..},\"qemu\":{\"occupied\":true,\"serial\":..,\"device\":..,\"power\":\"on\",\n"
 "    \"power_indicator\":\"on\",\"presence\":true},\"settled\":true,\"match\":true}],\n"
-"  \"mismatches\":0}\n",
-			HP_STORM_ORDERLY_DEFAULT, HP_STORM_MAX_GAP_DEFAULT, HP_STORM_WAIT_DEFAULT,
-			HP_STORM_SETTLE_DEFAULT);
-		break;
-	case HP_CMD_AER:
-		fprintf(f,
+"  \"mismatches\":0}\n";
+
+static const char aer_summary[] =
+"  aer --error NAME [--correctable] DOMAIN SLOT...\n"
+"                                                 inject an AER error at each SLOT's port\n";
+static const char aer_help[] =
 "usage: hpslot aer --error NAME [--correctable] [-c URI] [--json] DOMAIN SLOT...\n"
 "\n"
 "Injects an AER error at the root port of each SLOT, in order, with QEMU's HMP\n"
@@ -363,10 +341,12 @@ void hp_cmd_help(FILE *f, enum hp_cmd c)
 "1 when one was refused.\n"
 "\n"
 "--json: {\"command\":\"aer\",\"ok\":..,\"error_injected\":\"SDN\",\"slots\":[{\"slot\":3,\n"
-"  \"port\":\"pci.3\",\"injected\":true,\"at_realtime_ns\":..,\"monitor\":\"OK id: pci.3 ...\"}]}\n");
-		break;
-	case HP_CMD_ABSENT:
-		fprintf(f,
+"  \"port\":\"pci.3\",\"injected\":true,\"at_realtime_ns\":..,\"monitor\":\"OK id: pci.3 ...\"}]}\n";
+
+static const char absent_summary[] =
+"  absent [--reset] DOMAIN [SLOT...]              reads that reached nothing below each\n"
+"                                                 slot, by guest pc (lab QEMU; --reset zeroes)\n";
+static const char absent_help[] =
 "usage: hpslot absent [--reset] [-c URI] [--json] DOMAIN [SLOT...]\n"
 "\n"
 "How many reads reached nothing below each slot (all of the domain's root and\n"
@@ -394,11 +374,59 @@ void hp_cmd_help(FILE *f, enum hp_cmd c)
 "    \"completion_timeout_us\":0,\"counting\":true,\"absent_reads\":5,\n"
 "    \"absent_read_pcs\":[{\"pc\":\"0xffffffff8152a1b4\",\"count\":4},\n"
 "      {\"pc\":\"other\",\"count\":1}],\"reset\":true (with --reset),\"error\":..}]}\n"
-"(absent_read_pcs: by count, descending; \"other\" last, when there is one).\n");
-		break;
-	default:
+"(absent_read_pcs: by count, descending; \"other\" last, when there is one).\n";
+
+
+/* The commands: name and texts. */
+struct hp_command {
+	const char *name;
+	enum hp_cmd cmd;
+	const char *summary;	/* its lines in `hpslot --help` */
+	const char *help;	/* `hpslot help NAME`, `hpslot NAME --help` */
+};
+
+static const struct hp_command commands[] = {
+	{ "status", HP_CMD_STATUS, status_summary, status_help },
+	{ "remove", HP_CMD_REMOVE, remove_summary, remove_help },
+	{ "add", HP_CMD_ADD, add_summary, add_help },
+	{ "swap", HP_CMD_SWAP, swap_summary, swap_help },
+	{ "storm", HP_CMD_STORM, storm_summary, storm_help },
+	{ "aer", HP_CMD_AER, aer_summary, aer_help },
+	{ "absent", HP_CMD_ABSENT, absent_summary, absent_help },
+};
+#define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+static const struct hp_command *command_of(enum hp_cmd c)
+{
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		if (commands[i].cmd == c)
+			return &commands[i];
+	return NULL;
+}
+
+const char *hp_cmd_name(enum hp_cmd c)
+{
+	const struct hp_command *cmd = command_of(c);
+
+	return cmd ? cmd->name : "";
+}
+
+void hp_usage(FILE *f)
+{
+	fputs(usage_head, f);
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		fputs(commands[i].summary, f);
+	fputs(usage_tail, f);
+}
+
+void hp_cmd_help(FILE *f, enum hp_cmd c)
+{
+	const struct hp_command *cmd = command_of(c);
+
+	if (cmd)
+		fputs(cmd->help, f);
+	else
 		hp_usage(f);
-	}
 }
 
 static int errf(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
