@@ -1,8 +1,14 @@
-/* Command line parsing and help texts (pure; unit-tested). */
+/* Command line parsing and help texts (pure; unit-tested).
+ *
+ * A table names the commands, each with its options (struct option) and
+ * texts. hp_parse_args() runs one getopt_long loop over every option hpslot
+ * has, checks each value as it comes, and then refuses an option that is
+ * not in the command's list, naming the command(s) it belongs to. */
 #include "hpslot.h"
 
 #include <ctype.h>
 #include <errno.h>
+#include <getopt.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -377,22 +383,108 @@ static const char absent_help[] =
 "(absent_read_pcs: by count, descending; \"other\" last, when there is one).\n";
 
 
-/* The commands: name and texts. */
+/* ---- the command table ------------------------------------------------- */
+
+/* Every option's getopt_long value. An option that several commands take
+ * (--serial, --wait, --settle) has one value, in each of their lists. */
+enum {
+	OPT_CONNECT = 'c',
+	OPT_HELP = 'h',
+	OPT_JSON = 0x100,	/* long options only from here on */
+	OPT_ORDERLY, OPT_SURPRISE, OPT_CANCEL, OPT_TIMEOUT, OPT_WAIT_GUEST, OPT_QUIET_MS, OPT_STAGGER_MS,
+	OPT_WHEN_MASKED, OPT_AFTER_MASK_MS,
+	OPT_SERIAL, OPT_SIZE, OPT_NODE, OPT_PROP, OPT_WAIT, OPT_FORCE,
+	OPT_DELAY_MS, OPT_SETTLE,
+	OPT_SEED, OPT_COUNT, OPT_MAX_GAP_MS, OPT_ORDERLY_PERCENT, OPT_DRY_RUN,
+	OPT_ERROR, OPT_CORRECTABLE,
+	OPT_RESET,
+};
+#define OPT_END { NULL, 0, NULL, 0 }
+
+/* "-": the arguments that are no options come back in order (as 1), so
+ * options may stand anywhere; ":": a missing value is told apart (':') */
+#define SHORT_OPTS "-:c:h"
+
+/* with every command, anywhere on the line */
+static const struct option global_opts[] = {
+	{ "connect", required_argument, NULL, OPT_CONNECT },
+	{ "json", no_argument, NULL, OPT_JSON },
+	{ "help", no_argument, NULL, OPT_HELP },
+	OPT_END
+};
+
+static const struct option status_opts[] = { OPT_END };
+
+static const struct option remove_opts[] = {
+	{ "orderly", no_argument, NULL, OPT_ORDERLY },
+	{ "surprise", no_argument, NULL, OPT_SURPRISE },
+	{ "cancel", no_argument, NULL, OPT_CANCEL },
+	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
+	{ "wait-guest", required_argument, NULL, OPT_WAIT_GUEST },
+	{ "quiet-ms", required_argument, NULL, OPT_QUIET_MS },
+	{ "stagger-ms", required_argument, NULL, OPT_STAGGER_MS },
+	{ "when-masked", required_argument, NULL, OPT_WHEN_MASKED },
+	{ "after-mask-ms", required_argument, NULL, OPT_AFTER_MASK_MS },
+	OPT_END
+};
+
+static const struct option add_opts[] = {
+	{ "serial", required_argument, NULL, OPT_SERIAL },
+	{ "size", required_argument, NULL, OPT_SIZE },
+	{ "node", required_argument, NULL, OPT_NODE },
+	{ "prop", required_argument, NULL, OPT_PROP },
+	{ "wait", required_argument, NULL, OPT_WAIT },
+	{ "force", no_argument, NULL, OPT_FORCE },
+	OPT_END
+};
+
+static const struct option swap_opts[] = {
+	{ "delay-ms", required_argument, NULL, OPT_DELAY_MS },
+	{ "serial", required_argument, NULL, OPT_SERIAL },
+	{ "settle", required_argument, NULL, OPT_SETTLE },
+	OPT_END
+};
+
+static const struct option storm_opts[] = {
+	{ "seed", required_argument, NULL, OPT_SEED },
+	{ "count", required_argument, NULL, OPT_COUNT },
+	{ "max-gap-ms", required_argument, NULL, OPT_MAX_GAP_MS },
+	{ "orderly-percent", required_argument, NULL, OPT_ORDERLY_PERCENT },
+	{ "wait", required_argument, NULL, OPT_WAIT },
+	{ "settle", required_argument, NULL, OPT_SETTLE },
+	{ "dry-run", no_argument, NULL, OPT_DRY_RUN },
+	OPT_END
+};
+
+static const struct option aer_opts[] = {
+	{ "error", required_argument, NULL, OPT_ERROR },
+	{ "correctable", no_argument, NULL, OPT_CORRECTABLE },
+	OPT_END
+};
+
+static const struct option absent_opts[] = {
+	{ "reset", no_argument, NULL, OPT_RESET },
+	OPT_END
+};
+
+/* The commands: their options and texts. The handlers (cmd_status...)
+ * are called by main.c (hpslot.h); this file stays free of libvirt. */
 struct hp_command {
 	const char *name;
 	enum hp_cmd cmd;
-	const char *summary;	/* its lines in `hpslot --help` */
-	const char *help;	/* `hpslot help NAME`, `hpslot NAME --help` */
+	const struct option *opts;	/* its own options (besides global_opts) */
+	const char *summary;		/* its lines in `hpslot --help` */
+	const char *help;		/* `hpslot help NAME`, `hpslot NAME --help` */
 };
 
 static const struct hp_command commands[] = {
-	{ "status", HP_CMD_STATUS, status_summary, status_help },
-	{ "remove", HP_CMD_REMOVE, remove_summary, remove_help },
-	{ "add", HP_CMD_ADD, add_summary, add_help },
-	{ "swap", HP_CMD_SWAP, swap_summary, swap_help },
-	{ "storm", HP_CMD_STORM, storm_summary, storm_help },
-	{ "aer", HP_CMD_AER, aer_summary, aer_help },
-	{ "absent", HP_CMD_ABSENT, absent_summary, absent_help },
+	{ "status", HP_CMD_STATUS, status_opts, status_summary, status_help },
+	{ "remove", HP_CMD_REMOVE, remove_opts, remove_summary, remove_help },
+	{ "add", HP_CMD_ADD, add_opts, add_summary, add_help },
+	{ "swap", HP_CMD_SWAP, swap_opts, swap_summary, swap_help },
+	{ "storm", HP_CMD_STORM, storm_opts, storm_summary, storm_help },
+	{ "aer", HP_CMD_AER, aer_opts, aer_summary, aer_help },
+	{ "absent", HP_CMD_ABSENT, absent_opts, absent_summary, absent_help },
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
 
@@ -478,22 +570,6 @@ static int parse_seconds(const char *opt, const char *v, double min, double max,
 	return 0;
 }
 
-/* "--opt=value" or "--opt value" / "-c value" / "-cvalue" */
-static const char *optval(int argc, char **argv, int *i, const char *arg, const char *name,
-			  char *err, size_t len)
-{
-	const char *eq = strchr(arg, '=');
-	if (eq && !strncmp(arg, "--", 2))
-		return eq + 1;
-	if (!strncmp(arg, "-c", 2) && arg[1] == 'c' && arg[2])
-		return arg + 2;
-	if (*i + 1 >= argc) {
-		errf(err, len, "option %s needs a value", name);
-		return NULL;
-	}
-	return argv[++*i];
-}
-
 static int parse_long(const char *opt, const char *v, long min, long max, long *out, const char *what,
 		      char *err, size_t len)
 {
@@ -506,41 +582,297 @@ static int parse_long(const char *opt, const char *v, long min, long max, long *
 	return 0;
 }
 
-/* Option groups: which command each option belongs to. */
-enum {
-	G_REMOVE = 1 << 0,	/* --orderly --surprise --cancel --timeout --wait-guest --quiet-ms --stagger-ms
-				 * --when-masked --after-mask-ms */
-	G_ADD = 1 << 1,		/* --size --node --prop --force */
-	G_SERIAL = 1 << 2,	/* --serial: add, swap */
-	G_WAIT = 1 << 3,	/* --wait: add, storm */
-	G_SETTLE = 1 << 4,	/* --settle: swap, storm */
-	G_SWAP = 1 << 5,	/* --delay-ms */
-	G_STORM = 1 << 6,	/* --seed --count --max-gap-ms --orderly-percent --dry-run */
-	G_AER = 1 << 7,		/* --error --correctable */
-	G_ABSENT = 1 << 8,	/* --reset */
+/* ---- the command line: one getopt_long loop ---------------------------- */
+
+static const struct option *opt_by_val(const struct option *opts, int val)
+{
+	for (; opts->name; opts++)
+		if (opts->val == val)
+			return opts;
+	return NULL;
+}
+
+static const struct option *opt_by_name(const struct option *opts, const char *name)
+{
+	for (; opts->name; opts++)
+		if (!strcmp(opts->name, name))
+			return opts;
+	return NULL;
+}
+
+#define MAX_OPTS 40
+
+/* Every option once, zero-terminated: global_opts, then each command's.
+ * An option shared by commands must be the same in each list. */
+static int all_options(struct option *all, char *err, size_t len)
+{
+	int n = 0;
+
+	all[0] = (struct option)OPT_END;
+	for (size_t l = 0; l <= NCOMMANDS; l++) {
+		for (const struct option *o = l ? commands[l - 1].opts : global_opts; o->name; o++) {
+			const struct option *same = opt_by_name(all, o->name), *val = opt_by_val(all, o->val);
+			if (same && same == val && same->has_arg == o->has_arg)
+				continue;
+			if (same || val || n >= MAX_OPTS)
+				return errf(err, len, "internal error: option --%s is defined twice or one too many",
+					    o->name);
+			all[n++] = *o;
+			all[n] = (struct option)OPT_END;
+		}
+	}
+	return 0;
+}
+
+/* getopt_long takes an unambiguous abbreviation (--ord for --orderly);
+ * hpslot never did, so that a typo never passes as an option. el is the
+ * argument that named o: "--NAME" or "--NAME=VALUE". */
+static bool spelled_out(const char *el, const struct option *o)
+{
+	size_t n = strcspn(el, "=");
+
+	return o && !strncmp(el, "--", 2) && n == strlen(o->name) + 2 && !strncmp(el + 2, o->name, n - 2);
+}
+
+/* "`hpslot swap` and `hpslot storm`": the commands that take option val */
+static void owners(int val, char *buf, size_t len)
+{
+	size_t n = 0, k = 0, total = 0;
+
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		total += opt_by_val(commands[i].opts, val) != NULL;
+	buf[0] = 0;
+	for (size_t i = 0; i < NCOMMANDS && n < len; i++) {
+		if (!opt_by_val(commands[i].opts, val))
+			continue;
+		k++;
+		n += (size_t)snprintf(buf + n, len - n, "%s`hpslot %s`",
+				      k == 1 ? "" : k == total ? " and " : ", ", commands[i].name);
+	}
+}
+
+/* "status, remove, add, swap, storm, aer or absent" */
+static void command_names(char *buf, size_t len)
+{
+	size_t n = 0;
+
+	buf[0] = 0;
+	for (size_t i = 0; i < NCOMMANDS && n < len; i++)
+		n += (size_t)snprintf(buf + n, len - n, "%s%s",
+				      i == 0 ? "" : i + 1 == NCOMMANDS ? " or " : ", ", commands[i].name);
+}
+
+static enum hp_cmd command_by_name(const char *name)
+{
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		if (!strcmp(name, commands[i].name))
+			return commands[i].cmd;
+	return HP_CMD_NONE;
+}
+
+/* what the options said beyond hp_args */
+struct given {
+	bool timeout, wait, wait_guest, stagger, after_mask, count;
 };
 
-static int allowed_groups(enum hp_cmd c)
+/* An option (c, its value v) into a; -1 with a message for a bad value. */
+static int take_option(struct hp_args *a, struct given *g, int c, const char *v, char *err, size_t len)
 {
+	long n;
+	char *end;
+	const char *why;
+
 	switch (c) {
-	case HP_CMD_REMOVE: return G_REMOVE;
-	case HP_CMD_ADD: return G_ADD | G_SERIAL | G_WAIT;
-	case HP_CMD_SWAP: return G_SWAP | G_SERIAL | G_SETTLE;
-	case HP_CMD_STORM: return G_STORM | G_WAIT | G_SETTLE;
-	case HP_CMD_AER: return G_AER;
-	case HP_CMD_ABSENT: return G_ABSENT;
-	default: return 0;
+	case OPT_HELP:
+		a->help = true;
+		break;
+	case OPT_JSON:
+		a->json = true;
+		break;
+	case OPT_CONNECT:
+		if (!*v)
+			return errf(err, len, "--connect needs a libvirt URI");
+		a->uri = v;
+		break;
+	case OPT_ORDERLY:
+	case OPT_SURPRISE: {
+		enum hp_mode m = c == OPT_ORDERLY ? HP_MODE_ORDERLY : HP_MODE_SURPRISE;
+		if (a->mode && a->mode != m)
+			return errf(err, len, "--orderly and --surprise exclude each other");
+		a->mode = m;
+		break;
 	}
+	case OPT_CANCEL:
+		a->cancel = true;
+		break;
+	case OPT_FORCE:
+		a->force = true;
+		break;
+	case OPT_DRY_RUN:
+		a->dry_run = true;
+		break;
+	case OPT_RESET:
+		a->absent_reset = true;
+		break;
+	case OPT_CORRECTABLE:
+		a->aer_correctable = true;
+		break;
+	case OPT_TIMEOUT:
+		g->timeout = true;
+		return parse_seconds("--timeout", v, 0.1, 3600, &a->timeout, err, len);
+	case OPT_WAIT_GUEST:
+		g->wait_guest = true;
+		return parse_seconds("--wait-guest", v, 0, 600, &a->wait_guest, err, len);
+	case OPT_QUIET_MS:
+		return parse_long("--quiet-ms", v, 1, 60000, &a->quiet_ms, "milliseconds", err, len);
+	case OPT_WHEN_MASKED:
+		return parse_long("--when-masked", v, 1, 600000, &a->when_masked_ms, "milliseconds", err, len);
+	case OPT_AFTER_MASK_MS:
+		g->after_mask = true;
+		return parse_long("--after-mask-ms", v, 0, 10000, &a->after_mask_ms, "milliseconds", err, len);
+	case OPT_STAGGER_MS:
+		g->stagger = true;
+		return parse_long("--stagger-ms", v, 0, 60000, &a->stagger_ms, "milliseconds", err, len);
+	case OPT_WAIT:
+		g->wait = true;
+		return parse_seconds("--wait", v, 0, 3600, &a->wait, err, len);
+	case OPT_SETTLE:
+		a->settle_given = true;
+		return parse_seconds("--settle", v, 0, 3600, &a->settle, err, len);
+	case OPT_DELAY_MS:
+		return parse_long("--delay-ms", v, 0, 600000, &a->delay_ms, "milliseconds", err, len);
+	case OPT_SEED:
+		errno = 0;
+		a->seed = strtoull(v, &end, 0);
+		if (errno || end == v || *end || v[0] == '-' || v[0] == '+' || isspace((unsigned char)v[0]))
+			return errf(err, len, "--seed '%s': an unsigned 64-bit number (decimal or 0x hex)", v);
+		a->seed_given = true;
+		break;
+	case OPT_COUNT:
+		if (parse_long("--count", v, 1, HP_STORM_MAX_COUNT, &n, "a number of actions", err, len))
+			return -1;
+		a->count = (int)n;
+		g->count = true;
+		break;
+	case OPT_MAX_GAP_MS:
+		return parse_long("--max-gap-ms", v, 0, 600000, &a->max_gap_ms, "milliseconds", err, len);
+	case OPT_ORDERLY_PERCENT:
+		if (parse_long("--orderly-percent", v, 0, 100, &n, "a percentage", err, len))
+			return -1;
+		a->orderly_percent = (int)n;
+		break;
+	case OPT_SERIAL:
+		if (!hp_valid_serial(v))
+			return errf(err, len, "--serial '%s': an NVMe serial is 1..%d printable "
+				    "characters without spaces, quotes, commas or <>&", v, HP_SERIAL_MAX);
+		a->serial = v;
+		break;
+	case OPT_SIZE:
+		errno = 0;
+		n = strtol(v, &end, 10);
+		if (errno || end == v || *end || n < 1 || n > 1048576)
+			return errf(err, len, "--size '%s': a drive size in MiB, 1..1048576", v);
+		a->size_mib = n;
+		a->size_given = true;
+		break;
+	case OPT_ERROR:
+		if (!hp_valid_aer_error(v))
+			return errf(err, len, "--error '%s': an AER error name of QEMU's "
+				    "pcie_aer_inject_error (e.g. COMP_TIME, SDN, UNSUP) or 0xSTATUS", v);
+		a->aer_error = v;
+		break;
+	case OPT_PROP:
+		if ((why = hp_prop_invalid(v)))
+			return errf(err, len, "--prop '%s': %s", v, why);
+		if (a->nprops >= HP_MAX_PROPS)
+			return errf(err, len, "--prop: at most %d", HP_MAX_PROPS);
+		a->props[a->nprops++] = v;
+		break;
+	case OPT_NODE:
+		if (!*v || strlen(v) > 31 || !isalpha((unsigned char)v[0]) ||
+		    strspn(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") != strlen(v))
+			return errf(err, len, "--node '%s': a block node name is a letter followed by "
+				    "letters, digits, '-', '_' or '.' (at most 31)", v);
+		a->node = v;
+		break;
+	default:
+		return errf(err, len, "internal error: option %d has no handler", c);
+	}
+	return 0;
+}
+
+#define MAX_POS (HP_MAX_SLOTS + 3)
+
+static int positional(const char **pos, int *npos, const char *arg, char *err, size_t len)
+{
+	if (*npos >= MAX_POS)
+		return errf(err, len, "too many arguments (at most %d slots)", HP_MAX_SLOTS);
+	pos[(*npos)++] = arg;
+	return 0;
+}
+
+/* The next option from getopt_long, checked: its val, 1 for an argument
+ * that is no option (optarg), -1 at the end; '?' with a message in err
+ * for an unknown option or a missing value. */
+static int next_option(int argc, char **argv, const struct option *all, char *err, size_t len)
+{
+	const struct option *o;
+	const char *el, *cur;
+	int c, idx = -1;
+
+	/* the argument getopt_long looks at (optind 0: it starts afresh at 1);
+	 * a short option's own, since optind moves past it only at its end */
+	cur = argv[optind ? optind : 1];
+	c = getopt_long(argc, argv, SHORT_OPTS, all, &idx);
+	switch (c) {
+	case -1:
+	case 1:
+		return c;
+	case ':':
+		/* the last argument: an option without its value (optopt: its val) */
+		el = argv[optind - 1];
+		o = opt_by_val(all, optopt);
+		if (!o || (!strncmp(el, "--", 2) && !spelled_out(el, o)))
+			errf(err, len, "unknown option '%s' (see hpslot --help)", el);
+		else
+			errf(err, len, "option --%s needs a value", o->name);
+		return '?';
+	case '?':
+		/* optopt: 0 for an unknown (or ambiguous) long option, a long
+		 * option's val for one given a value it takes none of
+		 * (--reset=1), else the letter of an unknown -X */
+		if (optopt && optopt < OPT_JSON && optopt != OPT_HELP)
+			errf(err, len, "unknown option '%s' (see hpslot --help)", cur);
+		else
+			errf(err, len, "unknown option '%s' (see hpslot --help)", argv[optind - 1]);
+		return '?';
+	}
+	if (idx < 0) {
+		/* -h, -c URI, -cURI: alone, as hpslot always took them (not -hc) */
+		if (strcmp(cur, "-h") && (c != OPT_CONNECT || strncmp(cur, "-c", 2) || cur[2] == '-')) {
+			errf(err, len, "unknown option '%s' (see hpslot --help)", cur);
+			return '?';
+		}
+		return c;
+	}
+	/* the argument that named the option: before its value when that came apart */
+	o = &all[idx];
+	el = optarg && optarg == argv[optind - 1] ? argv[optind - 2] : argv[optind - 1];
+	if (!spelled_out(el, o)) {
+		errf(err, len, "unknown option '%s' (see hpslot --help)", el);
+		return '?';
+	}
+	return c;
 }
 
 int hp_parse_args(int argc, char **argv, struct hp_args *a, char *err, size_t len)
 {
-	const char *pos[HP_MAX_SLOTS + 3];
-	const char *first_opt[16] = { 0 };	/* first option seen of each group (bit index) */
-	int npos = 0, groups = 0;
-	bool dashdash = false, timeout_given = false, wait_given = false, wait_guest_given = false;
-	bool stagger_given = false, after_mask_given = false;
-	bool count_given = false;
+	struct option all[MAX_OPTS + 1];
+	const char *pos[MAX_POS];
+	int seen[MAX_OPTS];	/* the command options given, in the order of their first appearance */
+	int npos = 0, nseen = 0, c;
+	struct given g = { 0 };
+	char names[96];
 
 	memset(a, 0, sizeof(*a));
 	a->uri = DEFAULT_URI;
@@ -550,220 +882,54 @@ int hp_parse_args(int argc, char **argv, struct hp_args *a, char *err, size_t le
 	a->orderly_percent = HP_STORM_ORDERLY_DEFAULT;
 	if (err && len)
 		err[0] = 0;
+	if (all_options(all, err, len))
+		return -1;
+	command_names(names, sizeof(names));
 
-	for (int i = 1; i < argc; i++) {
-		const char *arg = argv[i];
-		const char *v;
-		size_t nl;
-		int g = 0;
-
-		if (dashdash || arg[0] != '-' || !arg[1]) {
-			if (npos >= (int)(sizeof(pos) / sizeof(pos[0])))
-				return errf(err, len, "too many arguments (at most %d slots)", HP_MAX_SLOTS);
-			pos[npos++] = arg;
+	/* Every option of every command is known here, so that its value is
+	 * checked wherever it stands; whether it goes with the command is
+	 * asked once the command is known (below). */
+	opterr = 0;	/* the messages are ours */
+	optind = 0;	/* glibc: start afresh (the tests parse many command lines) */
+	while ((c = next_option(argc, argv, all, err, len)) != -1) {
+		if (c == '?')
+			return -1;
+		if (c == 1) {
+			if (positional(pos, &npos, optarg, err, len))
+				return -1;
 			continue;
 		}
-		nl = strcspn(arg, "=");
-#define IS(name) (strlen(name) == nl && !strncmp(arg, name, nl))
-		if (!strcmp(arg, "--")) {
-			dashdash = true;
-		} else if (!strcmp(arg, "-h") || !strcmp(arg, "--help")) {
-			a->help = true;
-		} else if (!strcmp(arg, "--json")) {
-			a->json = true;
-		} else if (IS("-c") || IS("--connect") || (!strncmp(arg, "-c", 2) && arg[1] == 'c' && arg[2] != '-')) {
-			if (!(v = optval(argc, argv, &i, arg, "--connect", err, len)))
-				return -1;
-			if (!*v)
-				return errf(err, len, "--connect needs a libvirt URI");
-			a->uri = v;
-		} else if (!strcmp(arg, "--orderly") || !strcmp(arg, "--surprise")) {
-			enum hp_mode m = arg[2] == 'o' ? HP_MODE_ORDERLY : HP_MODE_SURPRISE;
-			if (a->mode && a->mode != m)
-				return errf(err, len, "--orderly and --surprise exclude each other");
-			a->mode = m;
-			g = G_REMOVE;
-		} else if (!strcmp(arg, "--cancel")) {
-			a->cancel = true;
-			g = G_REMOVE;
-		} else if (!strcmp(arg, "--force")) {
-			a->force = true;
-			g = G_ADD;
-		} else if (!strcmp(arg, "--dry-run")) {
-			a->dry_run = true;
-			g = G_STORM;
-		} else if (IS("--timeout")) {
-			if (!(v = optval(argc, argv, &i, arg, "--timeout", err, len)) ||
-			    parse_seconds("--timeout", v, 0.1, 3600, &a->timeout, err, len))
-				return -1;
-			timeout_given = true;
-			g = G_REMOVE;
-		} else if (IS("--wait-guest")) {
-			if (!(v = optval(argc, argv, &i, arg, "--wait-guest", err, len)) ||
-			    parse_seconds("--wait-guest", v, 0, 600, &a->wait_guest, err, len))
-				return -1;
-			wait_guest_given = true;
-			g = G_REMOVE;
-		} else if (IS("--quiet-ms")) {
-			long n;
-			if (!(v = optval(argc, argv, &i, arg, "--quiet-ms", err, len)) ||
-			    parse_long("--quiet-ms", v, 1, 60000, &n, "milliseconds", err, len))
-				return -1;
-			a->quiet_ms = n;
-			g = G_REMOVE;
-		} else if (IS("--when-masked")) {
-			if (!(v = optval(argc, argv, &i, arg, "--when-masked", err, len)) ||
-			    parse_long("--when-masked", v, 1, 600000, &a->when_masked_ms, "milliseconds", err, len))
-				return -1;
-			g = G_REMOVE;
-		} else if (IS("--after-mask-ms")) {
-			if (!(v = optval(argc, argv, &i, arg, "--after-mask-ms", err, len)) ||
-			    parse_long("--after-mask-ms", v, 0, 10000, &a->after_mask_ms, "milliseconds", err, len))
-				return -1;
-			after_mask_given = true;
-			g = G_REMOVE;
-		} else if (IS("--stagger-ms")) {
-			if (!(v = optval(argc, argv, &i, arg, "--stagger-ms", err, len)) ||
-			    parse_long("--stagger-ms", v, 0, 60000, &a->stagger_ms, "milliseconds", err, len))
-				return -1;
-			stagger_given = true;
-			g = G_REMOVE;
-		} else if (IS("--wait")) {
-			if (!(v = optval(argc, argv, &i, arg, "--wait", err, len)) ||
-			    parse_seconds("--wait", v, 0, 3600, &a->wait, err, len))
-				return -1;
-			wait_given = true;
-			g = G_WAIT;
-		} else if (IS("--settle")) {
-			if (!(v = optval(argc, argv, &i, arg, "--settle", err, len)) ||
-			    parse_seconds("--settle", v, 0, 3600, &a->settle, err, len))
-				return -1;
-			a->settle_given = true;
-			g = G_SETTLE;
-		} else if (IS("--delay-ms")) {
-			if (!(v = optval(argc, argv, &i, arg, "--delay-ms", err, len)) ||
-			    parse_long("--delay-ms", v, 0, 600000, &a->delay_ms, "milliseconds", err, len))
-				return -1;
-			g = G_SWAP;
-		} else if (IS("--seed")) {
-			char *end;
-			if (!(v = optval(argc, argv, &i, arg, "--seed", err, len)))
-				return -1;
-			errno = 0;
-			a->seed = strtoull(v, &end, 0);
-			if (errno || end == v || *end || v[0] == '-' || v[0] == '+' || isspace((unsigned char)v[0]))
-				return errf(err, len, "--seed '%s': an unsigned 64-bit number (decimal or 0x hex)", v);
-			a->seed_given = true;
-			g = G_STORM;
-		} else if (IS("--count")) {
-			long n;
-			if (!(v = optval(argc, argv, &i, arg, "--count", err, len)) ||
-			    parse_long("--count", v, 1, HP_STORM_MAX_COUNT, &n, "a number of actions", err, len))
-				return -1;
-			a->count = (int)n;
-			count_given = true;
-			g = G_STORM;
-		} else if (IS("--max-gap-ms")) {
-			if (!(v = optval(argc, argv, &i, arg, "--max-gap-ms", err, len)) ||
-			    parse_long("--max-gap-ms", v, 0, 600000, &a->max_gap_ms, "milliseconds", err, len))
-				return -1;
-			g = G_STORM;
-		} else if (IS("--orderly-percent")) {
-			long n;
-			if (!(v = optval(argc, argv, &i, arg, "--orderly-percent", err, len)) ||
-			    parse_long("--orderly-percent", v, 0, 100, &n, "a percentage", err, len))
-				return -1;
-			a->orderly_percent = (int)n;
-			g = G_STORM;
-		} else if (IS("--serial")) {
-			if (!(v = optval(argc, argv, &i, arg, "--serial", err, len)))
-				return -1;
-			if (!hp_valid_serial(v))
-				return errf(err, len, "--serial '%s': an NVMe serial is 1..%d printable "
-					    "characters without spaces, quotes, commas or <>&", v, HP_SERIAL_MAX);
-			a->serial = v;
-			g = G_SERIAL;
-		} else if (IS("--size")) {
-			char *end;
-			if (!(v = optval(argc, argv, &i, arg, "--size", err, len)))
-				return -1;
-			errno = 0;
-			long n = strtol(v, &end, 10);
-			if (errno || end == v || *end || n < 1 || n > 1048576)
-				return errf(err, len, "--size '%s': a drive size in MiB, 1..1048576", v);
-			a->size_mib = n;
-			a->size_given = true;
-			g = G_ADD;
-		} else if (!strcmp(arg, "--reset")) {
-			a->absent_reset = true;
-			g = G_ABSENT;
-		} else if (!strcmp(arg, "--correctable")) {
-			a->aer_correctable = true;
-			g = G_AER;
-		} else if (IS("--error")) {
-			if (!(v = optval(argc, argv, &i, arg, "--error", err, len)))
-				return -1;
-			if (!hp_valid_aer_error(v))
-				return errf(err, len, "--error '%s': an AER error name of QEMU's "
-					    "pcie_aer_inject_error (e.g. COMP_TIME, SDN, UNSUP) or 0xSTATUS", v);
-			a->aer_error = v;
-			g = G_AER;
-		} else if (IS("--prop")) {
-			const char *why;
-			if (!(v = optval(argc, argv, &i, arg, "--prop", err, len)))
-				return -1;
-			if ((why = hp_prop_invalid(v)))
-				return errf(err, len, "--prop '%s': %s", v, why);
-			if (a->nprops >= HP_MAX_PROPS)
-				return errf(err, len, "--prop: at most %d", HP_MAX_PROPS);
-			a->props[a->nprops++] = v;
-			g = G_ADD;
-		} else if (IS("--node")) {
-			if (!(v = optval(argc, argv, &i, arg, "--node", err, len)))
-				return -1;
-			if (!*v || strlen(v) > 31 || !isalpha((unsigned char)v[0]) ||
-			    strspn(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") != strlen(v))
-				return errf(err, len, "--node '%s': a block node name is a letter followed by "
-					    "letters, digits, '-', '_' or '.' (at most 31)", v);
-			a->node = v;
-			g = G_ADD;
-		} else {
-			return errf(err, len, "unknown option '%s' (see hpslot --help)", arg);
+		if (!opt_by_val(global_opts, c)) {
+			int k = 0;
+			while (k < nseen && seen[k] != c)
+				k++;
+			if (k == nseen)
+				seen[nseen++] = c;
 		}
-#undef IS
-		if (g) {
-			int bit = __builtin_ctz((unsigned)g);
-			if (!first_opt[bit])
-				first_opt[bit] = arg;
-			groups |= g;
-		}
+		if (take_option(a, &g, c, optarg, err, len))
+			return -1;
 	}
+	/* after "--": arguments only */
+	for (; optind < argc; optind++)
+		if (positional(pos, &npos, argv[optind], err, len))
+			return -1;
 
 	int k = 0;
 	if (npos > 0 && !strcmp(pos[0], "help")) {
 		a->help = true;
-		if (npos > 1) {
-			for (enum hp_cmd c = HP_CMD_FIRST; c <= HP_CMD_LAST; c++)
-				if (!strcmp(pos[1], hp_cmd_name(c)))
-					a->cmd = c;
-			if (!a->cmd)
-				return errf(err, len, "unknown command '%s': use status, remove, add, swap, storm, aer or absent",
-					    pos[1]);
-		}
+		if (npos > 1 && !(a->cmd = command_by_name(pos[1])))
+			return errf(err, len, "unknown command '%s': use %s", pos[1], names);
 		return 0;
 	}
 	if (npos > 0) {
-		for (enum hp_cmd c = HP_CMD_FIRST; c <= HP_CMD_LAST; c++)
-			if (!strcmp(pos[0], hp_cmd_name(c)))
-				a->cmd = c;
-		if (!a->cmd)
-			return errf(err, len, "unknown command '%s': use status, remove, add, swap, storm, aer or absent", pos[0]);
+		if (!(a->cmd = command_by_name(pos[0])))
+			return errf(err, len, "unknown command '%s': use %s", pos[0], names);
 		k = 1;
 	}
 	if (a->help)
 		return 0;
 	if (!a->cmd)
-		return errf(err, len, "no command given: use status, remove, add, swap, storm, aer or absent (see hpslot --help)");
+		return errf(err, len, "no command given: use %s (see hpslot --help)", names);
 	if (k >= npos)
 		return errf(err, len, "%s: no DOMAIN given", hp_cmd_name(a->cmd));
 	a->domain = pos[k++];
@@ -784,50 +950,33 @@ int hp_parse_args(int argc, char **argv, struct hp_args *a, char *err, size_t le
 		a->nslots++;
 	}
 
-	/* which options go with which command */
-	int stray = groups & ~allowed_groups(a->cmd);
-	const char *cmd = hp_cmd_name(a->cmd);
-	if (a->cmd == HP_CMD_STATUS || a->cmd == HP_CMD_REMOVE || a->cmd == HP_CMD_ADD) {
-		/* (the messages the first three commands always gave) */
-		if (stray & G_REMOVE)
-			return errf(err, len, "%s: --orderly, --surprise, --cancel, --timeout and --wait-guest belong "
-				    "to `hpslot remove`", cmd);
-		if (stray & (G_ADD | G_SERIAL | G_WAIT))
-			return errf(err, len, "%s: --serial, --size, --node, --prop, --wait and --force belong to "
-				    "`hpslot add`", cmd);
-		if (stray & G_SWAP)
-			return errf(err, len, "%s: %.*s belongs to `hpslot swap`", cmd, (int)strcspn(first_opt[5], "="),
-				    first_opt[5]);
-		if (stray & G_STORM)
-			return errf(err, len, "%s: %.*s belongs to `hpslot storm`", cmd, (int)strcspn(first_opt[6], "="),
-				    first_opt[6]);
-		if (stray & G_SETTLE)
-			return errf(err, len, "%s: --settle belongs to `hpslot swap` and `hpslot storm`", cmd);
-		if (stray & G_AER)
-			return errf(err, len, "%s: --error and --correctable belong to `hpslot aer`", cmd);
-		if (stray & G_ABSENT)
-			return errf(err, len, "%s: --reset belongs to `hpslot absent`", cmd);
-	} else if (stray) {
-		int bit = __builtin_ctz((unsigned)stray);
-		return errf(err, len, "%s: option %.*s does not go with `hpslot %s` (see hpslot help %s)", cmd,
-			    (int)strcspn(first_opt[bit], "="), first_opt[bit], cmd, cmd);
+	/* which options go with the command: its list in the table */
+	const struct hp_command *command = command_of(a->cmd);
+	const char *cmd = command->name;
+	for (int i = 0; i < nseen; i++) {
+		char who[128];
+		if (opt_by_val(command->opts, seen[i]))
+			continue;
+		owners(seen[i], who, sizeof(who));
+		return errf(err, len, "%s: --%s belongs to %s; it does not go with `hpslot %s` (see hpslot help %s)",
+			    cmd, opt_by_val(all, seen[i])->name, who, cmd, cmd);
 	}
 	if (a->cmd == HP_CMD_REMOVE) {
 		if (!a->mode)
 			return errf(err, len, "remove: say --orderly or --surprise");
-		if (a->mode == HP_MODE_SURPRISE && (a->cancel || timeout_given))
+		if (a->mode == HP_MODE_SURPRISE && (a->cancel || g.timeout))
 			return errf(err, len, "remove --surprise takes no --cancel or --timeout");
 		if (a->mode == HP_MODE_ORDERLY && a->quiet_ms)
 			return errf(err, len, "--quiet-ms goes with remove --surprise");
 		if (a->when_masked_ms && (a->mode != HP_MODE_SURPRISE || a->nslots != 1))
 			return errf(err, len, "--when-masked goes with remove --surprise of exactly one SLOT");
-		if (after_mask_given && !a->when_masked_ms)
+		if (g.after_mask && !a->when_masked_ms)
 			return errf(err, len, "--after-mask-ms goes with --when-masked");
-		if (!after_mask_given)
+		if (!g.after_mask)
 			a->after_mask_ms = 20;
-		if (a->mode == HP_MODE_ORDERLY && stagger_given)
+		if (a->mode == HP_MODE_ORDERLY && g.stagger)
 			return errf(err, len, "--stagger-ms goes with remove --surprise");
-		if (a->mode == HP_MODE_ORDERLY && wait_guest_given)
+		if (a->mode == HP_MODE_ORDERLY && g.wait_guest)
 			return errf(err, len, "--wait-guest goes with remove --surprise (an orderly removal "
 				    "ends when the guest is done)");
 	}
@@ -846,11 +995,11 @@ int hp_parse_args(int argc, char **argv, struct hp_args *a, char *err, size_t le
 	if (a->cmd == HP_CMD_STORM) {
 		if (!a->seed_given)
 			return errf(err, len, "storm: --seed N is required (the storm is reproducible from it)");
-		if (!count_given)
+		if (!g.count)
 			return errf(err, len, "storm: --count K is required");
 		if (!a->settle_given)
 			a->settle = HP_STORM_SETTLE_DEFAULT;
-		if (!wait_given)
+		if (!g.wait)
 			a->wait = HP_STORM_WAIT_DEFAULT;
 	}
 	return 0;

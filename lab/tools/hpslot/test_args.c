@@ -79,8 +79,9 @@ void test_args(void)
 	CHECK_EQ(a.slots[0].slot, 3);
 	CHECK_STR(a.slots[1].port, "pci.4");
 	BAD("no DOMAIN", "status");
-	BAD("belong to `hpslot remove`", "status", "dom", "--timeout", "3");
-	BAD("belong to `hpslot add`", "status", "dom", "--serial", "x");
+	BAD("status: --timeout belongs to `hpslot remove`; it does not go with `hpslot status`",
+	    "status", "dom", "--timeout", "3");
+	BAD("status: --serial belongs to `hpslot add` and `hpslot swap`", "status", "dom", "--serial", "x");
 
 	/* connection URI forms */
 	OK("-c", "qemu:///session", "status", "dom");
@@ -124,8 +125,9 @@ void test_args(void)
 	BAD("--stagger-ms goes with remove --surprise", "remove", "--orderly", "--stagger-ms", "5", "dom", "3");
 	BAD("--stagger-ms", "remove", "--surprise", "--stagger-ms", "-1", "dom", "3");
 	BAD("--stagger-ms", "remove", "--surprise", "--stagger-ms", "60001", "dom", "3");
-	BAD("belong to `hpslot remove`", "add", "dom", "3", "--stagger-ms", "5");
-	BAD("belong to `hpslot add`", "remove", "--surprise", "dom", "3", "--size", "5");
+	BAD("add: --stagger-ms belongs to `hpslot remove`", "add", "dom", "3", "--stagger-ms", "5");
+	BAD("remove: --size belongs to `hpslot add`; it does not go with `hpslot remove`",
+	    "remove", "--surprise", "dom", "3", "--size", "5");
 	BAD("unknown option '--yank'", "remove", "--yank", "dom", "3");
 	/* "--" ends the options: "-5" is then a (bad) slot */
 	BAD("'-5' is not a slot", "remove", "--surprise", "--", "dom", "-5");
@@ -135,7 +137,7 @@ void test_args(void)
 	CHECK_EQ(a.quiet_ms, 3000);
 	BAD("--quiet-ms goes with remove --surprise", "remove", "--orderly", "--quiet-ms", "10", "dom", "3");
 	BAD("--quiet-ms", "remove", "--surprise", "--quiet-ms", "0", "dom", "3");
-	BAD("belong to `hpslot remove`", "add", "--quiet-ms", "10", "dom", "3");
+	BAD("add: --quiet-ms belongs to `hpslot remove`", "add", "--quiet-ms", "10", "dom", "3");
 	/* remove --surprise --when-masked */
 	OK("remove", "--surprise", "--when-masked", "5000", "dom", "3");
 	CHECK_EQ(a.when_masked_ms, 5000);
@@ -146,7 +148,7 @@ void test_args(void)
 	BAD("exactly one SLOT", "remove", "--orderly", "--when-masked", "5000", "dom", "3");
 	BAD("--after-mask-ms goes with --when-masked", "remove", "--surprise", "--after-mask-ms", "5", "dom", "3");
 	BAD("--when-masked", "remove", "--surprise", "--when-masked", "0", "dom", "3");
-	BAD("belong to `hpslot remove`", "add", "--when-masked", "10", "dom", "3");
+	BAD("add: --when-masked belongs to `hpslot remove`", "add", "--when-masked", "10", "dom", "3");
 
 	/* add */
 	OK("add", "dom", "3");
@@ -165,7 +167,7 @@ void test_args(void)
 	BAD("set by hpslot", "add", "dom", "3", "--prop", "serial=x");
 	BAD("VALUE is empty", "add", "dom", "3", "--prop", "mdts=");
 	BAD("KEY is", "add", "dom", "3", "--prop", "Use=1");
-	BAD("belong to `hpslot add`", "remove", "--surprise", "dom", "3", "--prop", "a=1");
+	BAD("remove: --prop belongs to `hpslot add`", "remove", "--surprise", "dom", "3", "--prop", "a=1");
 	{
 		struct json_object *v = hp_prop_value("true");
 		CHECK(json_object_is_type(v, json_type_boolean) && json_object_get_boolean(v));
@@ -187,7 +189,7 @@ void test_args(void)
 	BAD("--size '12x'", "add", "dom", "3", "--size", "12x");
 	BAD("--node '1abc'", "add", "dom", "3", "--node", "1abc");
 	BAD("--node 'a b'", "add", "dom", "3", "--node", "a b");
-	BAD("belong to `hpslot remove`", "add", "dom", "3", "--orderly");
+	BAD("add: --orderly belongs to `hpslot remove`", "add", "dom", "3", "--orderly");
 	BAD("not a number of seconds", "add", "dom", "3", "--wait", "-1");
 	/* add keeps refusing the new commands' options */
 	BAD("--delay-ms belongs to `hpslot swap`", "add", "dom", "3", "--delay-ms", "5");
@@ -218,10 +220,14 @@ void test_args(void)
 	BAD("option --delay-ms needs a value", "swap", "dom", "3", "--delay-ms");
 	BAD("not a number of seconds", "swap", "dom", "3", "--settle", "-1");
 	BAD("--serial 'a,b'", "swap", "dom", "3", "--serial", "a,b");
-	BAD("option --wait does not go with `hpslot swap`", "swap", "dom", "3", "--wait", "2");
-	BAD("option --surprise does not go with `hpslot swap`", "swap", "--surprise", "dom", "3");
-	BAD("option --size does not go with `hpslot swap`", "swap", "dom", "3", "--size", "8");
-	BAD("option --count does not go with `hpslot swap`", "swap", "dom", "3", "--count", "8");
+	BAD("--wait belongs to `hpslot add` and `hpslot storm`; it does not go with `hpslot swap`",
+	    "swap", "dom", "3", "--wait", "2");
+	BAD("--surprise belongs to `hpslot remove`; it does not go with `hpslot swap`",
+	    "swap", "--surprise", "dom", "3");
+	BAD("--size belongs to `hpslot add`; it does not go with `hpslot swap`",
+	    "swap", "dom", "3", "--size", "8");
+	BAD("--count belongs to `hpslot storm`; it does not go with `hpslot swap`",
+	    "swap", "dom", "3", "--count", "8");
 	BAD("'x3' is not a slot", "swap", "dom", "x3");
 
 	/* storm */
@@ -241,7 +247,8 @@ void test_args(void)
 	BAD("--count K is required", "storm", "--seed", "4", "dom", "1");
 	BAD("no SLOT", "storm", "--seed", "4", "--count", "4", "dom");
 	BAD("--seed '-1'", "storm", "--seed", "-1", "--count", "4", "dom", "1");
-	BAD("--seed '18446744073709551616'", "storm", "--seed", "18446744073709551616", "--count", "4", "dom", "1");
+	BAD("--seed '18446744073709551616'",
+	    "storm", "--seed", "18446744073709551616", "--count", "4", "dom", "1");
 	BAD("--seed 'abc'", "storm", "--seed", "abc", "--count", "4", "dom", "1");
 	BAD("--seed ''", "storm", "--seed=", "--count", "4", "dom", "1");
 	BAD("--count '0'", "storm", "--seed", "1", "--count", "0", "dom", "1");
@@ -249,15 +256,19 @@ void test_args(void)
 	BAD("--max-gap-ms '-5'", "storm", "--seed", "1", "--count", "1", "--max-gap-ms", "-5", "dom", "1");
 	BAD("--orderly-percent '101': a percentage, 0..100", "storm", "--seed", "1", "--count", "1",
 	    "--orderly-percent", "101", "dom", "1");
-	BAD("option --serial does not go with `hpslot storm`", "storm", "--seed", "1", "--count", "1",
+	BAD("--serial belongs to `hpslot add` and `hpslot swap`; it does not go with `hpslot storm`",
+	    "storm", "--seed", "1", "--count", "1",
 	    "--serial", "x", "dom", "1");
-	BAD("option --delay-ms does not go with `hpslot storm`", "storm", "--seed", "1", "--count", "1",
+	BAD("--delay-ms belongs to `hpslot swap`; it does not go with `hpslot storm`",
+	    "storm", "--seed", "1", "--count", "1",
 	    "--delay-ms", "1", "dom", "1");
-	BAD("option --timeout does not go with `hpslot storm`", "storm", "--seed", "1", "--count", "1",
+	BAD("--timeout belongs to `hpslot remove`; it does not go with `hpslot storm`",
+	    "storm", "--seed", "1", "--count", "1",
 	    "--timeout", "1", "dom", "1");
 	BAD("named twice", "storm", "--seed", "1", "--count", "1", "dom", "1", "1");
 	BAD("add: --dry-run belongs to `hpslot storm`", "add", "dom", "1", "--dry-run");
-	BAD("--settle: 'x' is not a number of seconds", "storm", "--seed", "1", "--count", "1", "dom", "1", "--settle=x");
+	BAD("--settle: 'x' is not a number of seconds",
+	    "storm", "--seed", "1", "--count", "1", "dom", "1", "--settle=x");
 
 	/* aer */
 	OK("aer", "--error", "COMP_TIME", "dom", "3");
@@ -269,9 +280,10 @@ void test_args(void)
 	BAD("--error '0x'", "aer", "--error", "0x", "dom", "3");
 	BAD("--error 'SDN;quit'", "aer", "--error", "SDN;quit", "dom", "3");
 	BAD("aer: no SLOT given", "aer", "--error", "SDN", "dom");
-	BAD("remove: --error and --correctable belong to `hpslot aer`", "remove", "--surprise", "--error", "SDN",
+	BAD("remove: --error belongs to `hpslot aer`", "remove", "--surprise", "--error", "SDN",
 	    "dom", "3");
-	BAD("option --seed does not go with `hpslot aer`", "aer", "--error", "SDN", "--seed", "1", "dom", "3");
+	BAD("--seed belongs to `hpslot storm`; it does not go with `hpslot aer`",
+	    "aer", "--error", "SDN", "--seed", "1", "dom", "3");
 	CHECK(hp_valid_aer_error("SDN") && hp_valid_aer_error("0xFFFF") && !hp_valid_aer_error("0x123456789"));
 	CHECK(!hp_valid_aer_error("") && !hp_valid_aer_error("_X") && !hp_valid_aer_error("SDN "));
 
@@ -287,11 +299,14 @@ void test_args(void)
 	BAD("absent: no DOMAIN", "absent");
 	BAD("named twice", "absent", "dom", "1", "1");
 	BAD("is not a slot", "absent", "dom", "one");
-	BAD("option --surprise does not go with `hpslot absent`", "absent", "--surprise", "dom");
-	BAD("option --seed does not go with `hpslot absent`", "absent", "dom", "--seed", "1");
+	BAD("--surprise belongs to `hpslot remove`; it does not go with `hpslot absent`",
+	    "absent", "--surprise", "dom");
+	BAD("--seed belongs to `hpslot storm`; it does not go with `hpslot absent`",
+	    "absent", "dom", "--seed", "1");
 	BAD("status: --reset belongs to `hpslot absent`", "status", "dom", "--reset");
 	BAD("remove: --reset belongs to `hpslot absent`", "remove", "--surprise", "dom", "3", "--reset");
-	BAD("option --reset does not go with `hpslot aer`", "aer", "--error", "SDN", "dom", "3", "--reset");
+	BAD("--reset belongs to `hpslot absent`; it does not go with `hpslot aer`",
+	    "aer", "--error", "SDN", "dom", "3", "--reset");
 	BAD("unknown option '--reset=1'", "absent", "dom", "--reset=1");
 	BAD("storm, aer or absent", "frobnicate", "dom");
 	OK("help", "absent");
