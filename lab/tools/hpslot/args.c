@@ -888,31 +888,43 @@ int hp_parse_args(int argc, char **argv, struct hp_args *a, char *err, size_t le
 
 	/* Every option of every command is known here, so that its value is
 	 * checked wherever it stands; whether it goes with the command is
-	 * asked once the command is known (below). */
+	 * asked once the command is known (below). The first error is kept
+	 * and the loop goes on to the end: a --json after a bad option still
+	 * counts, and the error comes out as JSON. */
+	char later[256];	/* the errors after the first (dropped) */
+	char *e = err;
+	size_t elen = len;
 	opterr = 0;	/* the messages are ours */
 	optind = 0;	/* glibc: start afresh (the tests parse many command lines) */
-	while ((c = next_option(argc, argv, all, err, len)) != -1) {
-		if (c == '?')
-			return -1;
-		if (c == 1) {
-			if (positional(pos, &npos, optarg, err, len))
-				return -1;
-			continue;
+	while ((c = next_option(argc, argv, all, e, elen)) != -1) {
+		int bad;
+		if (c == '?') {
+			bad = -1;
+		} else if (c == 1) {
+			bad = positional(pos, &npos, optarg, e, elen);
+		} else {
+			if (!opt_by_val(global_opts, c)) {
+				int k = 0;
+				while (k < nseen && seen[k] != c)
+					k++;
+				if (k == nseen)
+					seen[nseen++] = c;
+			}
+			bad = take_option(a, &g, c, optarg, e, elen);
 		}
-		if (!opt_by_val(global_opts, c)) {
-			int k = 0;
-			while (k < nseen && seen[k] != c)
-				k++;
-			if (k == nseen)
-				seen[nseen++] = c;
+		if (bad) {
+			e = later;
+			elen = sizeof(later);
 		}
-		if (take_option(a, &g, c, optarg, err, len))
-			return -1;
 	}
 	/* after "--": arguments only */
 	for (; optind < argc; optind++)
-		if (positional(pos, &npos, argv[optind], err, len))
-			return -1;
+		if (positional(pos, &npos, argv[optind], e, elen)) {
+			e = later;
+			elen = sizeof(later);
+		}
+	if (e != err)
+		return -1;
 
 	int k = 0;
 	if (npos > 0 && !strcmp(pos[0], "help")) {

@@ -312,6 +312,29 @@ void test_args(void)
 	OK("help", "absent");
 	CHECK(a.help && a.cmd == HP_CMD_ABSENT);
 
+	/* --json counts wherever it stands, also after a bad option: main
+	 * prints the error as JSON; the first error is the one reported */
+	BAD("unknown option '--bogus'", "status", "dom", "--bogus", "--json");
+	CHECK(a.json);
+	BAD("unknown option '--bogus'", "status", "dom", "--bogus");
+	CHECK(!a.json);
+	BAD("--delay-ms 'x': milliseconds, 0..600000", "swap", "dom", "3", "--delay-ms", "x", "--json");
+	CHECK(a.json);
+	BAD("not a number of seconds", "remove", "--orderly", "--timeout", "soon", "dom", "3", "--json");
+	CHECK(a.json);
+	BAD("--orderly and --surprise exclude each other", "remove", "--orderly", "--surprise", "--json", "dom", "3");
+	CHECK(a.json);
+	BAD("status: --seed belongs to `hpslot storm`", "status", "dom", "--seed", "1", "--json");
+	CHECK(a.json);
+	BAD("unknown option '--bogus'", "status", "dom", "--bogus", "--timeout", "x", "--yank", "--json");
+	CHECK(a.json);
+	BAD("unknown option '-x'", "-x", "status", "dom", "--json");
+	CHECK(a.json);
+	BAD("unknown command 'frob'", "frob", "dom", "--json");
+	CHECK(a.json);
+	BAD("--size '0'", "add", "dom", "x", "--size", "0", "--json");
+	CHECK(a.json);
+
 	/* help for the new commands */
 	OK("help", "swap");
 	CHECK(a.help && a.cmd == HP_CMD_SWAP);
