@@ -853,13 +853,21 @@ static int next_option(int argc, char **argv, const struct option *all, char *er
 			errf(err, len, "unknown option '%s' (see hpslot --help)", cur);
 			return '?';
 		}
-		return c;
+		o = opt_by_val(all, c);
+	} else {
+		/* the argument that named the option: before its value when that came apart */
+		o = &all[idx];
+		el = optarg && optarg == argv[optind - 1] ? argv[optind - 2] : argv[optind - 1];
+		if (!spelled_out(el, o)) {
+			errf(err, len, "unknown option '%s' (see hpslot --help)", el);
+			return '?';
+		}
 	}
-	/* the argument that named the option: before its value when that came apart */
-	o = &all[idx];
-	el = optarg && optarg == argv[optind - 1] ? argv[optind - 2] : argv[optind - 1];
-	if (!spelled_out(el, o)) {
-		errf(err, len, "unknown option '%s' (see hpslot --help)", el);
+	/* No value starts with "--": "--delay-ms --json" lacks the value, and
+	 * the next call reads --json (or "--") as what it is. */
+	if (optarg && optarg == argv[optind - 1] && !strncmp(optarg, "--", 2)) {
+		optind--;
+		errf(err, len, "option --%s needs a value", o->name);
 		return '?';
 	}
 	return c;

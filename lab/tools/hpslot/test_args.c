@@ -335,6 +335,20 @@ void test_args(void)
 	BAD("--size '0'", "add", "dom", "x", "--size", "0", "--json");
 	CHECK(a.json);
 
+	/* a value never starts with "--": the option lacks its value, and
+	 * what follows is read as an option (or as "--") */
+	BAD("option --delay-ms needs a value", "swap", "dom", "3", "--delay-ms", "--json");
+	CHECK(a.json);
+	BAD("option --connect needs a value", "-c", "--json", "status", "dom");
+	CHECK(a.json);
+	BAD("option --serial needs a value", "add", "dom", "3", "--serial", "--force");
+	CHECK(a.force);
+	BAD("option --timeout needs a value", "remove", "--orderly", "--timeout", "--", "dom", "3");
+	BAD("option --settle needs a value", "--json", "storm", "--seed", "1", "--count", "1", "--settle", "--seed=2",
+	    "dom", "1");
+	CHECK_EQ(a.seed, 2);
+	BAD("--wait: '-1' is not a number of seconds", "add", "dom", "3", "--wait", "-1");
+
 	/* help for the new commands */
 	OK("help", "swap");
 	CHECK(a.help && a.cmd == HP_CMD_SWAP);
