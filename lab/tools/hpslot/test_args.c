@@ -29,6 +29,186 @@ static int parse(const char *first, ...)
 		CHECK(strstr(err, needle) != NULL); \
 	} while (0)
 
+/* parse "hpslot" + the NULL-terminated lists given (at most 3) */
+static int parse_parts(const char *const *p1, const char *const *p2, const char *const *p3)
+{
+	const char *const *parts[] = { p1, p2, p3 };
+	char *argv[64];
+	int argc = 0;
+
+	argv[argc++] = (char *)"hpslot";
+	for (int i = 0; i < 3; i++)
+		for (const char *const *s = parts[i]; s && *s && argc < 63; s++)
+			argv[argc++] = (char *)*s;
+	argv[argc] = NULL;
+	return hp_parse_args(argc, argv, &a, err, sizeof(err));
+}
+
+/* The command lines the lab's callers pass (playbooks/, tests/, docs/;
+ * lab_hpslot is "hpslot -c URI --json"): the values they parse to. */
+#define LAB "-c", "qemu+ssh://host/system", "--json"
+static void test_callers(void)
+{
+	OK(LAB, "status", "lab1");
+	CHECK(a.cmd == HP_CMD_STATUS && a.json && !a.help && a.nslots == 0);
+	CHECK_STR(a.uri, "qemu+ssh://host/system");
+	CHECK_STR(a.domain, "lab1");
+	OK(LAB, "status", "lab1", "7");
+	CHECK(a.nslots == 1 && a.slots[0].slot == 7);
+
+	OK(LAB, "remove", "--surprise", "--wait-guest", "30", "lab1", "3", "4");
+	CHECK(a.cmd == HP_CMD_REMOVE && a.mode == HP_MODE_SURPRISE && a.wait_guest == 30.0 && a.nslots == 2);
+	CHECK(!a.cancel && a.timeout == 20.0 && a.quiet_ms == 0 && a.stagger_ms == 0 && a.when_masked_ms == 0);
+	CHECK(a.after_mask_ms == 20 && a.slots[0].slot == 3 && a.slots[1].slot == 4);
+	OK(LAB, "remove", "--surprise", "lab1", "3");
+	CHECK(a.mode == HP_MODE_SURPRISE && a.wait_guest == 0 && a.nslots == 1);
+	OK(LAB, "remove", "--orderly", "--timeout", "20", "lab1", "3");
+	CHECK(a.mode == HP_MODE_ORDERLY && a.timeout == 20.0 && !a.cancel);
+	OK(LAB, "remove", "--orderly", "--timeout", "30", "lab1", "2001", "2002");
+	CHECK(a.timeout == 30.0 && a.nslots == 2 && a.slots[1].slot == 2002);
+	OK(LAB, "remove", "--orderly", "--cancel", "lab1", "3");
+	CHECK(a.mode == HP_MODE_ORDERLY && a.cancel && a.timeout == 20.0);
+	OK(LAB, "remove", "--surprise", "--stagger-ms", "20", "lab1", "2001", "2000");
+	CHECK(a.stagger_ms == 20 && a.nslots == 2 && a.slots[0].slot == 2001);
+	/* aer-reset-storm-round.yml: --json twice, --quiet-ms on a stock QEMU */
+	OK(LAB, "remove", "--json", "--surprise", "--when-masked", "5000", "--quiet-ms", "3000", "lab1", "3");
+	CHECK(a.json && a.mode == HP_MODE_SURPRISE && a.when_masked_ms == 5000 && a.after_mask_ms == 20);
+	CHECK(a.quiet_ms == 3000 && a.nslots == 1);
+	OK(LAB, "remove", "--json", "--surprise", "--when-masked", "5000", "lab1", "3");
+	CHECK(a.when_masked_ms == 5000 && a.quiet_ms == 0);
+
+	OK(LAB, "add", "--wait", "30", "lab1", "3", "4", "5");
+	CHECK(a.cmd == HP_CMD_ADD && a.wait == 30.0 && a.nslots == 3 && !a.force && a.nprops == 0);
+	CHECK(a.size_mib == 64 && !a.size_given && !a.serial && !a.node);
+	OK(LAB, "add", "--force", "--prop", "use-intel-id=true", "--node", "sleep-s3-2", "lab1", "3");
+	CHECK(a.force && a.nprops == 1 && a.wait == 0 && a.nslots == 1);
+	CHECK_STR(a.props[0], "use-intel-id=true");
+	CHECK_STR(a.node, "sleep-s3-2");
+
+	OK(LAB, "swap", "--delay-ms", "250", "--settle", "5", "lab1", "3");
+	CHECK(a.cmd == HP_CMD_SWAP && a.delay_ms == 250 && a.settle == 5.0 && a.settle_given && !a.serial);
+	OK(LAB, "swap", "--delay-ms", "0", "--settle", "0", "lab1", "3");
+	CHECK(a.delay_ms == 0 && a.settle == 0.0 && a.settle_given);
+
+	OK(LAB, "storm", "--seed", "1234567", "--count", "40", "--max-gap-ms", "1000", "--orderly-percent", "25",
+	   "lab1", "1", "2", "3");
+	CHECK(a.cmd == HP_CMD_STORM && a.seed == 1234567 && a.seed_given && a.count == 40 && a.nslots == 3);
+	CHECK(a.max_gap_ms == 1000 && a.orderly_percent == 25 && a.wait == 30.0 && a.settle == 60.0);
+	CHECK(!a.dry_run && !a.settle_given);
+	/* storm.yml's replay line */
+	OK("storm", "--dry-run", "--seed", "7", "--count", "10", "--max-gap-ms", "500", "--orderly-percent", "30",
+	   "DOMAIN", "1", "2");
+	CHECK(a.dry_run && !a.json && a.seed == 7 && a.count == 10 && a.max_gap_ms == 500 && a.orderly_percent == 30);
+	CHECK_STR(a.uri, "qemu:///system");
+
+	OK(LAB, "aer", "--error", "SDN", "lab1", "3");
+	CHECK(a.cmd == HP_CMD_AER && !a.aer_correctable && a.nslots == 1);
+	CHECK_STR(a.aer_error, "SDN");
+	OK(LAB, "aer", "--error", "COMP_TIME", "lab1", "3");
+	CHECK_STR(a.aer_error, "COMP_TIME");
+
+	OK(LAB, "absent", "--reset", "lab1", "1", "2");
+	CHECK(a.cmd == HP_CMD_ABSENT && a.absent_reset && a.nslots == 2);
+	OK(LAB, "absent", "lab1", "1", "2");
+	CHECK(!a.absent_reset && a.nslots == 2);
+
+	/* docs/vm-and-hotplug-by-hand.md */
+	OK("add", "--wait", "5", "pciehp-lab-1", "1", "2", "3", "4");
+	CHECK(a.wait == 5.0 && a.nslots == 4 && !a.json);
+	OK("swap", "--delay-ms", "500", "pciehp-lab-1", "2");
+	CHECK(a.delay_ms == 500 && a.settle == 5.0 && !a.settle_given);
+	OK("storm", "--seed", "7", "--count", "40", "pciehp-lab-1", "1", "2", "3", "4");
+	CHECK(a.seed == 7 && a.count == 40 && a.max_gap_ms == 1000 && a.orderly_percent == 25);
+	OK("--json", "status", "pciehp-lab-1");
+	CHECK(a.json && a.cmd == HP_CMD_STATUS);
+}
+
+/* Each command refuses, with its message, an unknown option, an option of
+ * another command, a missing value and a bad number -- also with --json
+ * after it (then a.json is set) -- while its base line alone parses. */
+static void test_refusals(void)
+{
+	static const struct {
+		const char *base[8];
+		const char *extra[4];
+		const char *msg;
+	} cases[] = {
+		{ { "status", "dom" }, { "--bogus" }, "unknown option '--bogus' (see hpslot --help)" },
+		{ { "status", "dom" }, { "--timeout", "3" },
+		  "status: --timeout belongs to `hpslot remove`; it does not go with `hpslot status` "
+		  "(see hpslot help status)" },
+		{ { "status", "dom" }, { "-c" }, "option --connect needs a value" },
+		{ { "status", "dom" }, { "--connect=" }, "--connect needs a libvirt URI" },
+
+		{ { "remove", "--surprise", "dom", "3" }, { "--ord" }, "unknown option '--ord'" },
+		{ { "remove", "--surprise", "dom", "3" }, { "--wait", "3" },
+		  "remove: --wait belongs to `hpslot add` and `hpslot storm`; it does not go with `hpslot remove`" },
+		{ { "remove", "--surprise", "dom", "3" }, { "--quiet-ms" }, "option --quiet-ms needs a value" },
+		{ { "remove", "--surprise", "dom", "3" }, { "--quiet-ms", "1x" }, "--quiet-ms '1x': milliseconds, 1..60000" },
+		{ { "remove", "--orderly", "dom", "3" }, { "--timeout=3601" },
+		  "--timeout: '3601' is not a number of seconds in 0.1..3600" },
+
+		{ { "add", "dom", "3" }, { "--sizes", "8" }, "unknown option '--sizes'" },
+		{ { "add", "dom", "3" }, { "--delay-ms", "5" },
+		  "add: --delay-ms belongs to `hpslot swap`; it does not go with `hpslot add`" },
+		{ { "add", "dom", "3" }, { "--size" }, "option --size needs a value" },
+		{ { "add", "dom", "3" }, { "--size", "12x" }, "--size '12x': a drive size in MiB, 1..1048576" },
+		{ { "add", "dom", "3" }, { "--force=yes" }, "unknown option '--force=yes'" },
+
+		{ { "swap", "dom", "3" }, { "--delay", "5" }, "unknown option '--delay'" },
+		{ { "swap", "dom", "3" }, { "--force" },
+		  "swap: --force belongs to `hpslot add`; it does not go with `hpslot swap` (see hpslot help swap)" },
+		{ { "swap", "dom", "3" }, { "--delay-ms" }, "option --delay-ms needs a value" },
+		{ { "swap", "dom", "3" }, { "--delay-ms", "1.5" }, "--delay-ms '1.5': milliseconds, 0..600000" },
+
+		{ { "storm", "--seed", "1", "--count", "1", "dom", "1" }, { "-x" }, "unknown option '-x'" },
+		{ { "storm", "--seed", "1", "--count", "1", "dom", "1" }, { "--reset" },
+		  "storm: --reset belongs to `hpslot absent`; it does not go with `hpslot storm`" },
+		{ { "storm", "--seed", "1", "--count", "1", "dom", "1" }, { "--max-gap-ms" },
+		  "option --max-gap-ms needs a value" },
+		{ { "storm", "--seed", "1", "--count", "1", "dom", "1" }, { "--count", "0x5" },
+		  "--count '0x5': a number of actions, 1..100000" },
+		{ { "storm", "--seed", "1", "--count", "1", "dom", "1" }, { "--seed", "1e3" },
+		  "--seed '1e3': an unsigned 64-bit number" },
+
+		{ { "aer", "--error", "SDN", "dom", "3" }, { "--correct" }, "unknown option '--correct'" },
+		{ { "aer", "--error", "SDN", "dom", "3" }, { "--surprise" },
+		  "aer: --surprise belongs to `hpslot remove`; it does not go with `hpslot aer`" },
+		{ { "aer", "--error", "SDN", "dom", "3" }, { "--error" }, "option --error needs a value" },
+		{ { "aer", "--error", "SDN", "dom", "3" }, { "--error", "0x123456789" }, "--error '0x123456789'" },
+
+		{ { "absent", "dom" }, { "--resets" }, "unknown option '--resets'" },
+		{ { "absent", "dom" }, { "--count", "3" },
+		  "absent: --count belongs to `hpslot storm`; it does not go with `hpslot absent`" },
+		{ { "absent", "dom" }, { "--connect" }, "option --connect needs a value" },
+		{ { "absent", "dom" }, { "--reset=1" }, "unknown option '--reset=1'" },
+	};
+	static const char *const json[] = { "--json", NULL };
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int rc = parse_parts(cases[i].base, NULL, NULL);
+		if (rc)
+			fprintf(stderr, "case %zu: base line refused: %s\n", i, err);
+		CHECK_EQ(rc, 0);
+		CHECK(!a.json);
+		CHECK_EQ(parse_parts(cases[i].base, cases[i].extra, NULL), -1);
+		if (!strstr(err, cases[i].msg))
+			fprintf(stderr, "case %zu: want \"%s\"\n  got \"%s\"\n", i, cases[i].msg, err);
+		CHECK(strstr(err, cases[i].msg) != NULL);
+		CHECK(!a.json);
+		/* --json after the bad option: the same error, as JSON */
+		CHECK_EQ(parse_parts(cases[i].base, cases[i].extra, json), -1);
+		CHECK(strstr(err, cases[i].msg) != NULL);
+		CHECK(a.json);
+		/* the bad option before the command and its domain (a value
+		 * missing only at the end: elsewhere the next word is its value) */
+		if (strstr(cases[i].msg, "needs a value"))
+			continue;
+		CHECK_EQ(parse_parts(cases[i].extra, cases[i].base, NULL), -1);
+		CHECK(strstr(err, cases[i].msg) != NULL);
+	}
+}
+
 void test_args(void)
 {
 	/* slot specs */
@@ -354,4 +534,7 @@ void test_args(void)
 	CHECK(a.help && a.cmd == HP_CMD_SWAP);
 	OK("storm", "--help");
 	CHECK(a.help && a.cmd == HP_CMD_STORM);
+
+	test_callers();
+	test_refusals();
 }
