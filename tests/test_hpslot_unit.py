@@ -91,6 +91,21 @@ def test_usage_error_json(hpslot):
     assert "--orderly or --surprise" in out["error"]
 
 
+@pytest.mark.parametrize("args, message", [
+    (["status", "dom", "--bogus", "--json"], "unknown option '--bogus'"),
+    (["swap", "dom", "3", "--delay-ms", "x", "--json"], "--delay-ms 'x'"),
+    (["remove", "--orderly", "--surprise", "--json", "dom", "3"], "exclude each other"),
+    (["status", "dom", "--reset", "--json"], "--reset belongs to `hpslot absent`"),
+])
+def test_usage_error_json_after_bad_option(hpslot, args, message):
+    """--json counts wherever it stands, also after the bad option."""
+    r = run([hpslot, *args])
+    assert r.returncode == 2, (args, r.stdout, r.stderr)
+    out = json.loads(r.stdout)
+    assert out["ok"] is False and out["exit"] == 2
+    assert message in out["error"] and message in r.stderr, (args, out, r.stderr)
+
+
 @pytest.mark.parametrize("args", [
     ["status"],
     ["remove", "--surprise"],

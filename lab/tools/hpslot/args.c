@@ -1,8 +1,14 @@
-/* Command line parsing and help texts (pure; unit-tested). */
+/* Command line parsing and help texts (pure; unit-tested).
+ *
+ * A table names the commands, each with its options (struct option) and
+ * texts. hp_parse_args() runs one getopt_long loop over every option hpslot
+ * has, checks each value as it comes, and then refuses an option that is
+ * not in the command's list, naming the command(s) it belongs to. */
 #include "hpslot.h"
 
 #include <ctype.h>
 #include <errno.h>
+#include <getopt.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -12,46 +18,16 @@
 #define DEFAULT_TIMEOUT 20.0
 #define DEFAULT_SIZE_MIB 64
 
-const char *hp_cmd_name(enum hp_cmd c)
-{
-	switch (c) {
-	case HP_CMD_STATUS: return "status";
-	case HP_CMD_REMOVE: return "remove";
-	case HP_CMD_ADD: return "add";
-	case HP_CMD_SWAP: return "swap";
-	case HP_CMD_STORM: return "storm";
-	case HP_CMD_AER: return "aer";
-	case HP_CMD_ABSENT: return "absent";
-	default: return "";
-	}
-}
-
-void hp_usage(FILE *f)
-{
-	fprintf(f,
+/* `hpslot --help`: the lines before and after the commands' summaries */
+static const char usage_head[] =
 "usage: hpslot [-c URI] [--json] COMMAND [OPTIONS] DOMAIN [SLOT...]\n"
 "\n"
 "pciehp-lab's host-side PCIe hotplug slot actuator. It drives the pcie-root-port\n"
 "slots of a running libvirt/QEMU domain (q35, native PCIe hotplug) through the\n"
 "QEMU monitor and discovers ports, drives and block nodes from QEMU at run time.\n"
 "\n"
-"commands:\n"
-"  status DOMAIN [SLOT...]                        one line a slot: registers and drive\n"
-"  remove --orderly [--cancel] [--timeout S] DOMAIN SLOT...\n"
-"                                                 attention-button removal (device_del)\n"
-"  remove --surprise [--wait-guest S] [--quiet-ms MS] [--stagger-ms MS]\n"
-"         [--when-masked MS [--after-mask-ms D]] DOMAIN SLOT...\n"
-"                                                 surprise removal of all SLOTs in one pause\n"
-"  add [--serial S] [--size MIB] [--node NAME] [--wait S] [--force] DOMAIN SLOT...\n"
-"                                                 hot-add an NVMe drive into each SLOT\n"
-"  swap [--delay-ms D] [--serial S] [--settle S] DOMAIN SLOT\n"
-"                                                 surprise removal, D ms later a new drive\n"
-"  storm --seed N --count K [--max-gap-ms M] [--orderly-percent P] [--wait S]\n"
-"        [--settle S] [--dry-run] DOMAIN SLOT...  K seeded random removals and adds\n"
-"  aer --error NAME [--correctable] DOMAIN SLOT...\n"
-"                                                 inject an AER error at each SLOT's port\n"
-"  absent [--reset] DOMAIN [SLOT...]              reads that reached nothing below each\n"
-"                                                 slot, by guest pc (lab QEMU; --reset zeroes)\n"
+"commands:\n";
+static const char usage_tail[] =
 "  help [COMMAND]                                 this text, or a command's\n"
 "\n"
 "SLOT is a physical slot number (the root port's `slot` property, what the guest\n"
@@ -81,14 +57,11 @@ HP_LOCK_DIR_DEFAULT " (created mode 0700 if missing; refused unless it\n"
 "only partly worked; see the per-slot results; or the domain's lock could not be\n"
 "had: nothing was changed); 2 bad command line; 3 refused\n"
 "(unknown domain or slot, no drive, domain not running, slot busy...): nothing\n"
-"was changed.\n");
-}
+"was changed.\n";
 
-void hp_cmd_help(FILE *f, enum hp_cmd c)
-{
-	switch (c) {
-	case HP_CMD_STATUS:
-		fprintf(f,
+static const char status_summary[] =
+"  status DOMAIN [SLOT...]                        one line a slot: registers and drive\n";
+static const char status_help[] =
 "usage: hpslot status [-c URI] [--json] DOMAIN [SLOT...]\n"
 "\n"
 "One line a root port (all, or the named SLOTs): physical slot, root port id,\n"
@@ -118,10 +91,15 @@ void hp_cmd_help(FILE *f, enum hp_cmd c)
 "    \"drive\":{\"id\":\"nvme-s3\",\"driver\":\"nvme\",\"serial\":\"lab1-s3-g0\",\n"
 "      \"node\":\"drive-s3\",\"node_driver\":\"raw\",\"file\":\"...\",\"size\":67108864}|null}]}\n"
 "Works on a paused domain too (ECAM only; it is not resumed by status, except\n"
-"a domain a killed hpslot left paused: see the lock in `hpslot --help`).\n");
-		break;
-	case HP_CMD_REMOVE:
-		fprintf(f,
+"a domain a killed hpslot left paused: see the lock in `hpslot --help`).\n";
+
+static const char remove_summary[] =
+"  remove --orderly [--cancel] [--timeout S] DOMAIN SLOT...\n"
+"                                                 attention-button removal (device_del)\n"
+"  remove --surprise [--wait-guest S] [--quiet-ms MS] [--stagger-ms MS]\n"
+"         [--when-masked MS [--after-mask-ms D]] DOMAIN SLOT...\n"
+"                                                 surprise removal of all SLOTs in one pause\n";
+static const char remove_help[] =
 "usage: hpslot remove --orderly [--cancel] [--timeout S] [-c URI] [--json] DOMAIN SLOT...\n"
 "       hpslot remove --surprise [--wait-guest S] [--quiet-ms MS] [--stagger-ms MS]\n"
 "                    [--when-masked MS [--after-mask-ms D]] [-c URI] [--json] DOMAIN SLOT...\n"
@@ -225,10 +203,12 @@ void hp_cmd_help(FILE *f, enum hp_cmd c)
 "      is finalized: can lag the unplug by tens of ms),\n"
 "      with --wait-guest: \"guest_power_off_s\":0.05,\"guest_done_s\":1.08 (seconds\n"
 "      after resume; null if not seen), \"guest_done\":true,\n"
-"    \"error\":\"...\" when it failed}]}\n");
-		break;
-	case HP_CMD_ADD:
-		fprintf(f,
+"    \"error\":\"...\" when it failed}]}\n";
+
+static const char add_summary[] =
+"  add [--serial S] [--size MIB] [--node NAME] [--wait S] [--force] DOMAIN SLOT...\n"
+"                                                 hot-add an NVMe drive into each SLOT\n";
+static const char add_help[] =
 "usage: hpslot add [--serial S] [--size MIB] [--node NAME] [--prop KEY=VALUE]...\n"
 "                  [--wait S] [--force] [-c URI] [--json] DOMAIN SLOT...\n"
 "\n"
@@ -264,10 +244,12 @@ void hp_cmd_help(FILE *f, enum hp_cmd c)
 "--json: {\"command\":\"add\",\"ok\":..,\"domain\":..,\"slots\":[{\"slot\":3,\"port\":\"pci.3\",\n"
 "  \"address\":\"00:04.0\",\"device\":\"nvme-s3\",\"serial\":\"lab1-s3-g1\",\"node\":\"drive-s3\",\n"
 "  \"node_reused\":true,\"size\":67108864,\"added_ns\":..,\"waited_s\":0.0,\n"
-"  \"presence\":true,\"result\":\"added\"|\"failed\",\"error\":..}]}\n");
-		break;
-	case HP_CMD_SWAP:
-		fprintf(f,
+"  \"presence\":true,\"result\":\"added\"|\"failed\",\"error\":..}]}\n";
+
+static const char swap_summary[] =
+"  swap [--delay-ms D] [--serial S] [--settle S] DOMAIN SLOT\n"
+"                                                 surprise removal, D ms later a new drive\n";
+static const char swap_help[] =
 "usage: hpslot swap [--delay-ms D] [--serial S] [--settle S] [-c URI] [--json] DOMAIN SLOT\n"
 "\n"
 "A drive swapped for another one in a hurry: surprise removal of the drive in\n"
@@ -303,28 +285,30 @@ void hp_cmd_help(FILE *f, enum hp_cmd c)
 "  time), \"deleted_after_add_ms\":..|null, \"old_deleted_ns\":..,\n"
 "  \"guest\":{\"power_off_ms\":..,\"indicator_off_ms\":..,\"power_on_ms\":..} (first time\n"
 "  after the resume the slot registers showed it; polled, ~tens of ms; null if\n"
-"  not seen), \"slot_after\":{..hpslot status of the slot at the end..}}\n");
-		break;
-	case HP_CMD_STORM:
-		fprintf(f,
+"  not seen), \"slot_after\":{..hpslot status of the slot at the end..}}\n";
+
+static const char storm_summary[] =
+"  storm --seed N --count K [--max-gap-ms M] [--orderly-percent P] [--wait S]\n"
+"        [--settle S] [--dry-run] DOMAIN SLOT...  K seeded random removals and adds\n";
+static const char storm_help[] =
 "usage: hpslot storm --seed N --count K [--max-gap-ms M] [--orderly-percent P]\n"
 "                    [--wait S] [--settle S] [--dry-run] [-c URI] [--json] DOMAIN SLOT...\n"
 "\n"
 "K random hotplug actions across the SLOTs, reproducible from the seed: the\n"
 "action list is fixed by N, K, M, P and which SLOTs hold a drive at the start\n"
 "(and printed first; --dry-run prints it and stops). Each step picks a SLOT\n"
-"uniformly; an occupied one gets a removal -- orderly with probability P %%\n"
-"(default %d), else surprise -- and an empty one an add; then a pause of\n"
-"0..M ms (default %d; uniform). Removals and adds are those of `hpslot\n"
+"uniformly; an occupied one gets a removal -- orderly with probability P %\n"
+"(default " HP_STR(HP_STORM_ORDERLY_DEFAULT) "), else surprise -- and an empty one an add; then a pause of\n"
+"0..M ms (default " HP_STR(HP_STORM_MAX_GAP_DEFAULT) "; uniform). Removals and adds are those of `hpslot\n"
 "remove --surprise` and `hpslot add`; an orderly removal is only started\n"
 "(device_del: the guest's 5 s window runs while the storm goes on), after\n"
 "waiting up to S s for the slot's power indicator to stop blinking. An add\n"
-"waits (like add --wait S, default %g) until the slot's previous drive is gone\n"
+"waits (like add --wait S, default " HP_STR(HP_STORM_WAIT_S) ") until the slot's previous drive is gone\n"
 "and the guest has torn the slot down. Plan and reality can part (an action\n"
 "failed): a planned action that no longer fits the slot is skipped and\n"
 "logged.\n"
 "\n"
-"At the end it waits up to --settle S seconds (default %g) until every slot\n"
+"At the end it waits up to --settle S seconds (default " HP_STR(HP_STORM_SETTLE_S) ") until every slot\n"
 "has settled: no removal pending, and the slot registers steady -- occupied:\n"
 "present, powered, power indicator on; empty: no device, powered off,\n"
 "indicator off -- and prints the expected state of each slot (occupied +\n"
@@ -341,12 +325,12 @@ void hp_cmd_help(FILE *f, enum hp_cmd c)
 "  \"settled\":true,\"settle_s\":3.2,\"final\":[{\"slot\":3,\"expected\":{\"occupied\":true,\n"
 "    \"serial\":..},\"qemu\":{\"occupied\":true,\"serial\":..,\"device\":..,\"power\":\"on\",\n"
 "    \"power_indicator\":\"on\",\"presence\":true},\"settled\":true,\"match\":true}],\n"
-"  \"mismatches\":0}\n",
-			HP_STORM_ORDERLY_DEFAULT, HP_STORM_MAX_GAP_DEFAULT, HP_STORM_WAIT_DEFAULT,
-			HP_STORM_SETTLE_DEFAULT);
-		break;
-	case HP_CMD_AER:
-		fprintf(f,
+"  \"mismatches\":0}\n";
+
+static const char aer_summary[] =
+"  aer --error NAME [--correctable] DOMAIN SLOT...\n"
+"                                                 inject an AER error at each SLOT's port\n";
+static const char aer_help[] =
 "usage: hpslot aer --error NAME [--correctable] [-c URI] [--json] DOMAIN SLOT...\n"
 "\n"
 "Injects an AER error at the root port of each SLOT, in order, with QEMU's HMP\n"
@@ -363,10 +347,12 @@ void hp_cmd_help(FILE *f, enum hp_cmd c)
 "1 when one was refused.\n"
 "\n"
 "--json: {\"command\":\"aer\",\"ok\":..,\"error_injected\":\"SDN\",\"slots\":[{\"slot\":3,\n"
-"  \"port\":\"pci.3\",\"injected\":true,\"at_realtime_ns\":..,\"monitor\":\"OK id: pci.3 ...\"}]}\n");
-		break;
-	case HP_CMD_ABSENT:
-		fprintf(f,
+"  \"port\":\"pci.3\",\"injected\":true,\"at_realtime_ns\":..,\"monitor\":\"OK id: pci.3 ...\"}]}\n";
+
+static const char absent_summary[] =
+"  absent [--reset] DOMAIN [SLOT...]              reads that reached nothing below each\n"
+"                                                 slot, by guest pc (lab QEMU; --reset zeroes)\n";
+static const char absent_help[] =
 "usage: hpslot absent [--reset] [-c URI] [--json] DOMAIN [SLOT...]\n"
 "\n"
 "How many reads reached nothing below each slot (all of the domain's root and\n"
@@ -394,11 +380,145 @@ void hp_cmd_help(FILE *f, enum hp_cmd c)
 "    \"completion_timeout_us\":0,\"counting\":true,\"absent_reads\":5,\n"
 "    \"absent_read_pcs\":[{\"pc\":\"0xffffffff8152a1b4\",\"count\":4},\n"
 "      {\"pc\":\"other\",\"count\":1}],\"reset\":true (with --reset),\"error\":..}]}\n"
-"(absent_read_pcs: by count, descending; \"other\" last, when there is one).\n");
-		break;
-	default:
+"(absent_read_pcs: by count, descending; \"other\" last, when there is one).\n";
+
+
+/* ---- the command table ------------------------------------------------- */
+
+/* Every option's getopt_long value. An option that several commands take
+ * (--serial, --wait, --settle) has one value, in each of their lists. */
+enum {
+	OPT_CONNECT = 'c',
+	OPT_HELP = 'h',
+	OPT_JSON = 0x100,	/* long options only from here on */
+	OPT_ORDERLY, OPT_SURPRISE, OPT_CANCEL, OPT_TIMEOUT, OPT_WAIT_GUEST, OPT_QUIET_MS, OPT_STAGGER_MS,
+	OPT_WHEN_MASKED, OPT_AFTER_MASK_MS,
+	OPT_SERIAL, OPT_SIZE, OPT_NODE, OPT_PROP, OPT_WAIT, OPT_FORCE,
+	OPT_DELAY_MS, OPT_SETTLE,
+	OPT_SEED, OPT_COUNT, OPT_MAX_GAP_MS, OPT_ORDERLY_PERCENT, OPT_DRY_RUN,
+	OPT_ERROR, OPT_CORRECTABLE,
+	OPT_RESET,
+};
+#define OPT_END { NULL, 0, NULL, 0 }
+
+/* "-": the arguments that are no options come back in order (as 1), so
+ * options may stand anywhere; ":": a missing value is told apart (':') */
+#define SHORT_OPTS "-:c:h"
+
+/* with every command, anywhere on the line */
+static const struct option global_opts[] = {
+	{ "connect", required_argument, NULL, OPT_CONNECT },
+	{ "json", no_argument, NULL, OPT_JSON },
+	{ "help", no_argument, NULL, OPT_HELP },
+	OPT_END
+};
+
+static const struct option status_opts[] = { OPT_END };
+
+static const struct option remove_opts[] = {
+	{ "orderly", no_argument, NULL, OPT_ORDERLY },
+	{ "surprise", no_argument, NULL, OPT_SURPRISE },
+	{ "cancel", no_argument, NULL, OPT_CANCEL },
+	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
+	{ "wait-guest", required_argument, NULL, OPT_WAIT_GUEST },
+	{ "quiet-ms", required_argument, NULL, OPT_QUIET_MS },
+	{ "stagger-ms", required_argument, NULL, OPT_STAGGER_MS },
+	{ "when-masked", required_argument, NULL, OPT_WHEN_MASKED },
+	{ "after-mask-ms", required_argument, NULL, OPT_AFTER_MASK_MS },
+	OPT_END
+};
+
+static const struct option add_opts[] = {
+	{ "serial", required_argument, NULL, OPT_SERIAL },
+	{ "size", required_argument, NULL, OPT_SIZE },
+	{ "node", required_argument, NULL, OPT_NODE },
+	{ "prop", required_argument, NULL, OPT_PROP },
+	{ "wait", required_argument, NULL, OPT_WAIT },
+	{ "force", no_argument, NULL, OPT_FORCE },
+	OPT_END
+};
+
+static const struct option swap_opts[] = {
+	{ "delay-ms", required_argument, NULL, OPT_DELAY_MS },
+	{ "serial", required_argument, NULL, OPT_SERIAL },
+	{ "settle", required_argument, NULL, OPT_SETTLE },
+	OPT_END
+};
+
+static const struct option storm_opts[] = {
+	{ "seed", required_argument, NULL, OPT_SEED },
+	{ "count", required_argument, NULL, OPT_COUNT },
+	{ "max-gap-ms", required_argument, NULL, OPT_MAX_GAP_MS },
+	{ "orderly-percent", required_argument, NULL, OPT_ORDERLY_PERCENT },
+	{ "wait", required_argument, NULL, OPT_WAIT },
+	{ "settle", required_argument, NULL, OPT_SETTLE },
+	{ "dry-run", no_argument, NULL, OPT_DRY_RUN },
+	OPT_END
+};
+
+static const struct option aer_opts[] = {
+	{ "error", required_argument, NULL, OPT_ERROR },
+	{ "correctable", no_argument, NULL, OPT_CORRECTABLE },
+	OPT_END
+};
+
+static const struct option absent_opts[] = {
+	{ "reset", no_argument, NULL, OPT_RESET },
+	OPT_END
+};
+
+/* The commands: their options and texts. The handlers (cmd_status...)
+ * are called by main.c (hpslot.h); this file stays free of libvirt. */
+struct hp_command {
+	const char *name;
+	enum hp_cmd cmd;
+	const struct option *opts;	/* its own options (besides global_opts) */
+	const char *summary;		/* its lines in `hpslot --help` */
+	const char *help;		/* `hpslot help NAME`, `hpslot NAME --help` */
+};
+
+static const struct hp_command commands[] = {
+	{ "status", HP_CMD_STATUS, status_opts, status_summary, status_help },
+	{ "remove", HP_CMD_REMOVE, remove_opts, remove_summary, remove_help },
+	{ "add", HP_CMD_ADD, add_opts, add_summary, add_help },
+	{ "swap", HP_CMD_SWAP, swap_opts, swap_summary, swap_help },
+	{ "storm", HP_CMD_STORM, storm_opts, storm_summary, storm_help },
+	{ "aer", HP_CMD_AER, aer_opts, aer_summary, aer_help },
+	{ "absent", HP_CMD_ABSENT, absent_opts, absent_summary, absent_help },
+};
+#define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+static const struct hp_command *command_of(enum hp_cmd c)
+{
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		if (commands[i].cmd == c)
+			return &commands[i];
+	return NULL;
+}
+
+const char *hp_cmd_name(enum hp_cmd c)
+{
+	const struct hp_command *cmd = command_of(c);
+
+	return cmd ? cmd->name : "";
+}
+
+void hp_usage(FILE *f)
+{
+	fputs(usage_head, f);
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		fputs(commands[i].summary, f);
+	fputs(usage_tail, f);
+}
+
+void hp_cmd_help(FILE *f, enum hp_cmd c)
+{
+	const struct hp_command *cmd = command_of(c);
+
+	if (cmd)
+		fputs(cmd->help, f);
+	else
 		hp_usage(f);
-	}
 }
 
 static int errf(char *err, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -450,22 +570,6 @@ static int parse_seconds(const char *opt, const char *v, double min, double max,
 	return 0;
 }
 
-/* "--opt=value" or "--opt value" / "-c value" / "-cvalue" */
-static const char *optval(int argc, char **argv, int *i, const char *arg, const char *name,
-			  char *err, size_t len)
-{
-	const char *eq = strchr(arg, '=');
-	if (eq && !strncmp(arg, "--", 2))
-		return eq + 1;
-	if (!strncmp(arg, "-c", 2) && arg[1] == 'c' && arg[2])
-		return arg + 2;
-	if (*i + 1 >= argc) {
-		errf(err, len, "option %s needs a value", name);
-		return NULL;
-	}
-	return argv[++*i];
-}
-
 static int parse_long(const char *opt, const char *v, long min, long max, long *out, const char *what,
 		      char *err, size_t len)
 {
@@ -478,41 +582,305 @@ static int parse_long(const char *opt, const char *v, long min, long max, long *
 	return 0;
 }
 
-/* Option groups: which command each option belongs to. */
-enum {
-	G_REMOVE = 1 << 0,	/* --orderly --surprise --cancel --timeout --wait-guest --quiet-ms --stagger-ms
-				 * --when-masked --after-mask-ms */
-	G_ADD = 1 << 1,		/* --size --node --prop --force */
-	G_SERIAL = 1 << 2,	/* --serial: add, swap */
-	G_WAIT = 1 << 3,	/* --wait: add, storm */
-	G_SETTLE = 1 << 4,	/* --settle: swap, storm */
-	G_SWAP = 1 << 5,	/* --delay-ms */
-	G_STORM = 1 << 6,	/* --seed --count --max-gap-ms --orderly-percent --dry-run */
-	G_AER = 1 << 7,		/* --error --correctable */
-	G_ABSENT = 1 << 8,	/* --reset */
+/* ---- the command line: one getopt_long loop ---------------------------- */
+
+static const struct option *opt_by_val(const struct option *opts, int val)
+{
+	for (; opts->name; opts++)
+		if (opts->val == val)
+			return opts;
+	return NULL;
+}
+
+static const struct option *opt_by_name(const struct option *opts, const char *name)
+{
+	for (; opts->name; opts++)
+		if (!strcmp(opts->name, name))
+			return opts;
+	return NULL;
+}
+
+#define MAX_OPTS 40
+
+/* Every option once, zero-terminated: global_opts, then each command's.
+ * An option shared by commands must be the same in each list. */
+static int all_options(struct option *all, char *err, size_t len)
+{
+	int n = 0;
+
+	all[0] = (struct option)OPT_END;
+	for (size_t l = 0; l <= NCOMMANDS; l++) {
+		for (const struct option *o = l ? commands[l - 1].opts : global_opts; o->name; o++) {
+			const struct option *same = opt_by_name(all, o->name), *val = opt_by_val(all, o->val);
+			if (same && same == val && same->has_arg == o->has_arg)
+				continue;
+			if (same || val || n >= MAX_OPTS)
+				return errf(err, len, "internal error: option --%s is defined twice or one too many",
+					    o->name);
+			all[n++] = *o;
+			all[n] = (struct option)OPT_END;
+		}
+	}
+	return 0;
+}
+
+/* getopt_long takes an unambiguous abbreviation (--ord for --orderly);
+ * hpslot never did, so that a typo never passes as an option. el is the
+ * argument that named o: "--NAME" or "--NAME=VALUE". */
+static bool spelled_out(const char *el, const struct option *o)
+{
+	size_t n = strcspn(el, "=");
+
+	return o && !strncmp(el, "--", 2) && n == strlen(o->name) + 2 && !strncmp(el + 2, o->name, n - 2);
+}
+
+/* "`hpslot swap` and `hpslot storm`": the commands that take option val */
+static void owners(int val, char *buf, size_t len)
+{
+	size_t n = 0, k = 0, total = 0;
+
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		total += opt_by_val(commands[i].opts, val) != NULL;
+	buf[0] = 0;
+	for (size_t i = 0; i < NCOMMANDS && n < len; i++) {
+		if (!opt_by_val(commands[i].opts, val))
+			continue;
+		k++;
+		n += (size_t)snprintf(buf + n, len - n, "%s`hpslot %s`",
+				      k == 1 ? "" : k == total ? " and " : ", ", commands[i].name);
+	}
+}
+
+/* "status, remove, add, swap, storm, aer or absent" */
+static void command_names(char *buf, size_t len)
+{
+	size_t n = 0;
+
+	buf[0] = 0;
+	for (size_t i = 0; i < NCOMMANDS && n < len; i++)
+		n += (size_t)snprintf(buf + n, len - n, "%s%s",
+				      i == 0 ? "" : i + 1 == NCOMMANDS ? " or " : ", ", commands[i].name);
+}
+
+static enum hp_cmd command_by_name(const char *name)
+{
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		if (!strcmp(name, commands[i].name))
+			return commands[i].cmd;
+	return HP_CMD_NONE;
+}
+
+/* what the options said beyond hp_args */
+struct given {
+	bool timeout, wait, wait_guest, stagger, after_mask, count;
 };
 
-static int allowed_groups(enum hp_cmd c)
+/* An option (c, its value v) into a; -1 with a message for a bad value. */
+static int take_option(struct hp_args *a, struct given *g, int c, const char *v, char *err, size_t len)
 {
+	long n;
+	char *end;
+	const char *why;
+
 	switch (c) {
-	case HP_CMD_REMOVE: return G_REMOVE;
-	case HP_CMD_ADD: return G_ADD | G_SERIAL | G_WAIT;
-	case HP_CMD_SWAP: return G_SWAP | G_SERIAL | G_SETTLE;
-	case HP_CMD_STORM: return G_STORM | G_WAIT | G_SETTLE;
-	case HP_CMD_AER: return G_AER;
-	case HP_CMD_ABSENT: return G_ABSENT;
-	default: return 0;
+	case OPT_HELP:
+		a->help = true;
+		break;
+	case OPT_JSON:
+		a->json = true;
+		break;
+	case OPT_CONNECT:
+		if (!*v)
+			return errf(err, len, "--connect needs a libvirt URI");
+		a->uri = v;
+		break;
+	case OPT_ORDERLY:
+	case OPT_SURPRISE: {
+		enum hp_mode m = c == OPT_ORDERLY ? HP_MODE_ORDERLY : HP_MODE_SURPRISE;
+		if (a->mode && a->mode != m)
+			return errf(err, len, "--orderly and --surprise exclude each other");
+		a->mode = m;
+		break;
 	}
+	case OPT_CANCEL:
+		a->cancel = true;
+		break;
+	case OPT_FORCE:
+		a->force = true;
+		break;
+	case OPT_DRY_RUN:
+		a->dry_run = true;
+		break;
+	case OPT_RESET:
+		a->absent_reset = true;
+		break;
+	case OPT_CORRECTABLE:
+		a->aer_correctable = true;
+		break;
+	case OPT_TIMEOUT:
+		g->timeout = true;
+		return parse_seconds("--timeout", v, 0.1, 3600, &a->timeout, err, len);
+	case OPT_WAIT_GUEST:
+		g->wait_guest = true;
+		return parse_seconds("--wait-guest", v, 0, 600, &a->wait_guest, err, len);
+	case OPT_QUIET_MS:
+		return parse_long("--quiet-ms", v, 1, 60000, &a->quiet_ms, "milliseconds", err, len);
+	case OPT_WHEN_MASKED:
+		return parse_long("--when-masked", v, 1, 600000, &a->when_masked_ms, "milliseconds", err, len);
+	case OPT_AFTER_MASK_MS:
+		g->after_mask = true;
+		return parse_long("--after-mask-ms", v, 0, 10000, &a->after_mask_ms, "milliseconds", err, len);
+	case OPT_STAGGER_MS:
+		g->stagger = true;
+		return parse_long("--stagger-ms", v, 0, 60000, &a->stagger_ms, "milliseconds", err, len);
+	case OPT_WAIT:
+		g->wait = true;
+		return parse_seconds("--wait", v, 0, 3600, &a->wait, err, len);
+	case OPT_SETTLE:
+		a->settle_given = true;
+		return parse_seconds("--settle", v, 0, 3600, &a->settle, err, len);
+	case OPT_DELAY_MS:
+		return parse_long("--delay-ms", v, 0, 600000, &a->delay_ms, "milliseconds", err, len);
+	case OPT_SEED:
+		errno = 0;
+		a->seed = strtoull(v, &end, 0);
+		if (errno || end == v || *end || v[0] == '-' || v[0] == '+' || isspace((unsigned char)v[0]))
+			return errf(err, len, "--seed '%s': an unsigned 64-bit number (decimal or 0x hex)", v);
+		a->seed_given = true;
+		break;
+	case OPT_COUNT:
+		if (parse_long("--count", v, 1, HP_STORM_MAX_COUNT, &n, "a number of actions", err, len))
+			return -1;
+		a->count = (int)n;
+		g->count = true;
+		break;
+	case OPT_MAX_GAP_MS:
+		return parse_long("--max-gap-ms", v, 0, 600000, &a->max_gap_ms, "milliseconds", err, len);
+	case OPT_ORDERLY_PERCENT:
+		if (parse_long("--orderly-percent", v, 0, 100, &n, "a percentage", err, len))
+			return -1;
+		a->orderly_percent = (int)n;
+		break;
+	case OPT_SERIAL:
+		if (!hp_valid_serial(v))
+			return errf(err, len, "--serial '%s': an NVMe serial is 1..%d printable "
+				    "characters without spaces, quotes, commas or <>&", v, HP_SERIAL_MAX);
+		a->serial = v;
+		break;
+	case OPT_SIZE:
+		errno = 0;
+		n = strtol(v, &end, 10);
+		if (errno || end == v || *end || n < 1 || n > 1048576)
+			return errf(err, len, "--size '%s': a drive size in MiB, 1..1048576", v);
+		a->size_mib = n;
+		a->size_given = true;
+		break;
+	case OPT_ERROR:
+		if (!hp_valid_aer_error(v))
+			return errf(err, len, "--error '%s': an AER error name of QEMU's "
+				    "pcie_aer_inject_error (e.g. COMP_TIME, SDN, UNSUP) or 0xSTATUS", v);
+		a->aer_error = v;
+		break;
+	case OPT_PROP:
+		if ((why = hp_prop_invalid(v)))
+			return errf(err, len, "--prop '%s': %s", v, why);
+		if (a->nprops >= HP_MAX_PROPS)
+			return errf(err, len, "--prop: at most %d", HP_MAX_PROPS);
+		a->props[a->nprops++] = v;
+		break;
+	case OPT_NODE:
+		if (!*v || strlen(v) > 31 || !isalpha((unsigned char)v[0]) ||
+		    strspn(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") != strlen(v))
+			return errf(err, len, "--node '%s': a block node name is a letter followed by "
+				    "letters, digits, '-', '_' or '.' (at most 31)", v);
+		a->node = v;
+		break;
+	default:
+		return errf(err, len, "internal error: option %d has no handler", c);
+	}
+	return 0;
+}
+
+#define MAX_POS (HP_MAX_SLOTS + 3)
+
+static int positional(const char **pos, int *npos, const char *arg, char *err, size_t len)
+{
+	if (*npos >= MAX_POS)
+		return errf(err, len, "too many arguments (at most %d slots)", HP_MAX_SLOTS);
+	pos[(*npos)++] = arg;
+	return 0;
+}
+
+/* The next option from getopt_long, checked: its val, 1 for an argument
+ * that is no option (optarg), -1 at the end; '?' with a message in err
+ * for an unknown option or a missing value. */
+static int next_option(int argc, char **argv, const struct option *all, char *err, size_t len)
+{
+	const struct option *o;
+	const char *el, *cur;
+	int c, idx = -1;
+
+	/* the argument getopt_long looks at (optind 0: it starts afresh at 1);
+	 * a short option's own, since optind moves past it only at its end */
+	cur = argv[optind ? optind : 1];
+	c = getopt_long(argc, argv, SHORT_OPTS, all, &idx);
+	switch (c) {
+	case -1:
+	case 1:
+		return c;
+	case ':':
+		/* the last argument: an option without its value (optopt: its val) */
+		el = argv[optind - 1];
+		o = opt_by_val(all, optopt);
+		if (!o || (!strncmp(el, "--", 2) && !spelled_out(el, o)))
+			errf(err, len, "unknown option '%s' (see hpslot --help)", el);
+		else
+			errf(err, len, "option --%s needs a value", o->name);
+		return '?';
+	case '?':
+		/* optopt: 0 for an unknown (or ambiguous) long option, a long
+		 * option's val for one given a value it takes none of
+		 * (--reset=1), else the letter of an unknown -X */
+		if (optopt && optopt < OPT_JSON && optopt != OPT_HELP)
+			errf(err, len, "unknown option '%s' (see hpslot --help)", cur);
+		else
+			errf(err, len, "unknown option '%s' (see hpslot --help)", argv[optind - 1]);
+		return '?';
+	}
+	if (idx < 0) {
+		/* -h, -c URI, -cURI: alone, as hpslot always took them (not -hc) */
+		if (strcmp(cur, "-h") && (c != OPT_CONNECT || strncmp(cur, "-c", 2) || cur[2] == '-')) {
+			errf(err, len, "unknown option '%s' (see hpslot --help)", cur);
+			return '?';
+		}
+		o = opt_by_val(all, c);
+	} else {
+		/* the argument that named the option: before its value when that came apart */
+		o = &all[idx];
+		el = optarg && optarg == argv[optind - 1] ? argv[optind - 2] : argv[optind - 1];
+		if (!spelled_out(el, o)) {
+			errf(err, len, "unknown option '%s' (see hpslot --help)", el);
+			return '?';
+		}
+	}
+	/* No value starts with "--": "--delay-ms --json" lacks the value, and
+	 * the next call reads --json (or "--") as what it is. */
+	if (optarg && optarg == argv[optind - 1] && !strncmp(optarg, "--", 2)) {
+		optind--;
+		errf(err, len, "option --%s needs a value", o->name);
+		return '?';
+	}
+	return c;
 }
 
 int hp_parse_args(int argc, char **argv, struct hp_args *a, char *err, size_t len)
 {
-	const char *pos[HP_MAX_SLOTS + 3];
-	const char *first_opt[16] = { 0 };	/* first option seen of each group (bit index) */
-	int npos = 0, groups = 0;
-	bool dashdash = false, timeout_given = false, wait_given = false, wait_guest_given = false;
-	bool stagger_given = false, after_mask_given = false;
-	bool count_given = false;
+	struct option all[MAX_OPTS + 1];
+	const char *pos[MAX_POS];
+	int seen[MAX_OPTS];	/* the command options given, in the order of their first appearance */
+	int npos = 0, nseen = 0, c;
+	struct given g = { 0 };
+	char names[96];
 
 	memset(a, 0, sizeof(*a));
 	a->uri = DEFAULT_URI;
@@ -522,220 +890,66 @@ int hp_parse_args(int argc, char **argv, struct hp_args *a, char *err, size_t le
 	a->orderly_percent = HP_STORM_ORDERLY_DEFAULT;
 	if (err && len)
 		err[0] = 0;
+	if (all_options(all, err, len))
+		return -1;
+	command_names(names, sizeof(names));
 
-	for (int i = 1; i < argc; i++) {
-		const char *arg = argv[i];
-		const char *v;
-		size_t nl;
-		int g = 0;
-
-		if (dashdash || arg[0] != '-' || !arg[1]) {
-			if (npos >= (int)(sizeof(pos) / sizeof(pos[0])))
-				return errf(err, len, "too many arguments (at most %d slots)", HP_MAX_SLOTS);
-			pos[npos++] = arg;
-			continue;
-		}
-		nl = strcspn(arg, "=");
-#define IS(name) (strlen(name) == nl && !strncmp(arg, name, nl))
-		if (!strcmp(arg, "--")) {
-			dashdash = true;
-		} else if (!strcmp(arg, "-h") || !strcmp(arg, "--help")) {
-			a->help = true;
-		} else if (!strcmp(arg, "--json")) {
-			a->json = true;
-		} else if (IS("-c") || IS("--connect") || (!strncmp(arg, "-c", 2) && arg[1] == 'c' && arg[2] != '-')) {
-			if (!(v = optval(argc, argv, &i, arg, "--connect", err, len)))
-				return -1;
-			if (!*v)
-				return errf(err, len, "--connect needs a libvirt URI");
-			a->uri = v;
-		} else if (!strcmp(arg, "--orderly") || !strcmp(arg, "--surprise")) {
-			enum hp_mode m = arg[2] == 'o' ? HP_MODE_ORDERLY : HP_MODE_SURPRISE;
-			if (a->mode && a->mode != m)
-				return errf(err, len, "--orderly and --surprise exclude each other");
-			a->mode = m;
-			g = G_REMOVE;
-		} else if (!strcmp(arg, "--cancel")) {
-			a->cancel = true;
-			g = G_REMOVE;
-		} else if (!strcmp(arg, "--force")) {
-			a->force = true;
-			g = G_ADD;
-		} else if (!strcmp(arg, "--dry-run")) {
-			a->dry_run = true;
-			g = G_STORM;
-		} else if (IS("--timeout")) {
-			if (!(v = optval(argc, argv, &i, arg, "--timeout", err, len)) ||
-			    parse_seconds("--timeout", v, 0.1, 3600, &a->timeout, err, len))
-				return -1;
-			timeout_given = true;
-			g = G_REMOVE;
-		} else if (IS("--wait-guest")) {
-			if (!(v = optval(argc, argv, &i, arg, "--wait-guest", err, len)) ||
-			    parse_seconds("--wait-guest", v, 0, 600, &a->wait_guest, err, len))
-				return -1;
-			wait_guest_given = true;
-			g = G_REMOVE;
-		} else if (IS("--quiet-ms")) {
-			long n;
-			if (!(v = optval(argc, argv, &i, arg, "--quiet-ms", err, len)) ||
-			    parse_long("--quiet-ms", v, 1, 60000, &n, "milliseconds", err, len))
-				return -1;
-			a->quiet_ms = n;
-			g = G_REMOVE;
-		} else if (IS("--when-masked")) {
-			if (!(v = optval(argc, argv, &i, arg, "--when-masked", err, len)) ||
-			    parse_long("--when-masked", v, 1, 600000, &a->when_masked_ms, "milliseconds", err, len))
-				return -1;
-			g = G_REMOVE;
-		} else if (IS("--after-mask-ms")) {
-			if (!(v = optval(argc, argv, &i, arg, "--after-mask-ms", err, len)) ||
-			    parse_long("--after-mask-ms", v, 0, 10000, &a->after_mask_ms, "milliseconds", err, len))
-				return -1;
-			after_mask_given = true;
-			g = G_REMOVE;
-		} else if (IS("--stagger-ms")) {
-			if (!(v = optval(argc, argv, &i, arg, "--stagger-ms", err, len)) ||
-			    parse_long("--stagger-ms", v, 0, 60000, &a->stagger_ms, "milliseconds", err, len))
-				return -1;
-			stagger_given = true;
-			g = G_REMOVE;
-		} else if (IS("--wait")) {
-			if (!(v = optval(argc, argv, &i, arg, "--wait", err, len)) ||
-			    parse_seconds("--wait", v, 0, 3600, &a->wait, err, len))
-				return -1;
-			wait_given = true;
-			g = G_WAIT;
-		} else if (IS("--settle")) {
-			if (!(v = optval(argc, argv, &i, arg, "--settle", err, len)) ||
-			    parse_seconds("--settle", v, 0, 3600, &a->settle, err, len))
-				return -1;
-			a->settle_given = true;
-			g = G_SETTLE;
-		} else if (IS("--delay-ms")) {
-			if (!(v = optval(argc, argv, &i, arg, "--delay-ms", err, len)) ||
-			    parse_long("--delay-ms", v, 0, 600000, &a->delay_ms, "milliseconds", err, len))
-				return -1;
-			g = G_SWAP;
-		} else if (IS("--seed")) {
-			char *end;
-			if (!(v = optval(argc, argv, &i, arg, "--seed", err, len)))
-				return -1;
-			errno = 0;
-			a->seed = strtoull(v, &end, 0);
-			if (errno || end == v || *end || v[0] == '-' || v[0] == '+' || isspace((unsigned char)v[0]))
-				return errf(err, len, "--seed '%s': an unsigned 64-bit number (decimal or 0x hex)", v);
-			a->seed_given = true;
-			g = G_STORM;
-		} else if (IS("--count")) {
-			long n;
-			if (!(v = optval(argc, argv, &i, arg, "--count", err, len)) ||
-			    parse_long("--count", v, 1, HP_STORM_MAX_COUNT, &n, "a number of actions", err, len))
-				return -1;
-			a->count = (int)n;
-			count_given = true;
-			g = G_STORM;
-		} else if (IS("--max-gap-ms")) {
-			if (!(v = optval(argc, argv, &i, arg, "--max-gap-ms", err, len)) ||
-			    parse_long("--max-gap-ms", v, 0, 600000, &a->max_gap_ms, "milliseconds", err, len))
-				return -1;
-			g = G_STORM;
-		} else if (IS("--orderly-percent")) {
-			long n;
-			if (!(v = optval(argc, argv, &i, arg, "--orderly-percent", err, len)) ||
-			    parse_long("--orderly-percent", v, 0, 100, &n, "a percentage", err, len))
-				return -1;
-			a->orderly_percent = (int)n;
-			g = G_STORM;
-		} else if (IS("--serial")) {
-			if (!(v = optval(argc, argv, &i, arg, "--serial", err, len)))
-				return -1;
-			if (!hp_valid_serial(v))
-				return errf(err, len, "--serial '%s': an NVMe serial is 1..%d printable "
-					    "characters without spaces, quotes, commas or <>&", v, HP_SERIAL_MAX);
-			a->serial = v;
-			g = G_SERIAL;
-		} else if (IS("--size")) {
-			char *end;
-			if (!(v = optval(argc, argv, &i, arg, "--size", err, len)))
-				return -1;
-			errno = 0;
-			long n = strtol(v, &end, 10);
-			if (errno || end == v || *end || n < 1 || n > 1048576)
-				return errf(err, len, "--size '%s': a drive size in MiB, 1..1048576", v);
-			a->size_mib = n;
-			a->size_given = true;
-			g = G_ADD;
-		} else if (!strcmp(arg, "--reset")) {
-			a->absent_reset = true;
-			g = G_ABSENT;
-		} else if (!strcmp(arg, "--correctable")) {
-			a->aer_correctable = true;
-			g = G_AER;
-		} else if (IS("--error")) {
-			if (!(v = optval(argc, argv, &i, arg, "--error", err, len)))
-				return -1;
-			if (!hp_valid_aer_error(v))
-				return errf(err, len, "--error '%s': an AER error name of QEMU's "
-					    "pcie_aer_inject_error (e.g. COMP_TIME, SDN, UNSUP) or 0xSTATUS", v);
-			a->aer_error = v;
-			g = G_AER;
-		} else if (IS("--prop")) {
-			const char *why;
-			if (!(v = optval(argc, argv, &i, arg, "--prop", err, len)))
-				return -1;
-			if ((why = hp_prop_invalid(v)))
-				return errf(err, len, "--prop '%s': %s", v, why);
-			if (a->nprops >= HP_MAX_PROPS)
-				return errf(err, len, "--prop: at most %d", HP_MAX_PROPS);
-			a->props[a->nprops++] = v;
-			g = G_ADD;
-		} else if (IS("--node")) {
-			if (!(v = optval(argc, argv, &i, arg, "--node", err, len)))
-				return -1;
-			if (!*v || strlen(v) > 31 || !isalpha((unsigned char)v[0]) ||
-			    strspn(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") != strlen(v))
-				return errf(err, len, "--node '%s': a block node name is a letter followed by "
-					    "letters, digits, '-', '_' or '.' (at most 31)", v);
-			a->node = v;
-			g = G_ADD;
+	/* Every option of every command is known here, so that its value is
+	 * checked wherever it stands; whether it goes with the command is
+	 * asked once the command is known (below). The first error is kept
+	 * and the loop goes on to the end: a --json after a bad option still
+	 * counts, and the error comes out as JSON. */
+	char later[256];	/* the errors after the first (dropped) */
+	char *e = err;
+	size_t elen = len;
+	opterr = 0;	/* the messages are ours */
+	optind = 0;	/* glibc: start afresh (the tests parse many command lines) */
+	while ((c = next_option(argc, argv, all, e, elen)) != -1) {
+		int bad;
+		if (c == '?') {
+			bad = -1;
+		} else if (c == 1) {
+			bad = positional(pos, &npos, optarg, e, elen);
 		} else {
-			return errf(err, len, "unknown option '%s' (see hpslot --help)", arg);
+			if (!opt_by_val(global_opts, c)) {
+				int k = 0;
+				while (k < nseen && seen[k] != c)
+					k++;
+				if (k == nseen)
+					seen[nseen++] = c;
+			}
+			bad = take_option(a, &g, c, optarg, e, elen);
 		}
-#undef IS
-		if (g) {
-			int bit = __builtin_ctz((unsigned)g);
-			if (!first_opt[bit])
-				first_opt[bit] = arg;
-			groups |= g;
+		if (bad) {
+			e = later;
+			elen = sizeof(later);
 		}
 	}
+	/* after "--": arguments only */
+	for (; optind < argc; optind++)
+		if (positional(pos, &npos, argv[optind], e, elen)) {
+			e = later;
+			elen = sizeof(later);
+		}
+	if (e != err)
+		return -1;
 
 	int k = 0;
 	if (npos > 0 && !strcmp(pos[0], "help")) {
 		a->help = true;
-		if (npos > 1) {
-			for (enum hp_cmd c = HP_CMD_FIRST; c <= HP_CMD_LAST; c++)
-				if (!strcmp(pos[1], hp_cmd_name(c)))
-					a->cmd = c;
-			if (!a->cmd)
-				return errf(err, len, "unknown command '%s': use status, remove, add, swap, storm, aer or absent",
-					    pos[1]);
-		}
+		if (npos > 1 && !(a->cmd = command_by_name(pos[1])))
+			return errf(err, len, "unknown command '%s': use %s", pos[1], names);
 		return 0;
 	}
 	if (npos > 0) {
-		for (enum hp_cmd c = HP_CMD_FIRST; c <= HP_CMD_LAST; c++)
-			if (!strcmp(pos[0], hp_cmd_name(c)))
-				a->cmd = c;
-		if (!a->cmd)
-			return errf(err, len, "unknown command '%s': use status, remove, add, swap, storm, aer or absent", pos[0]);
+		if (!(a->cmd = command_by_name(pos[0])))
+			return errf(err, len, "unknown command '%s': use %s", pos[0], names);
 		k = 1;
 	}
 	if (a->help)
 		return 0;
 	if (!a->cmd)
-		return errf(err, len, "no command given: use status, remove, add, swap, storm, aer or absent (see hpslot --help)");
+		return errf(err, len, "no command given: use %s (see hpslot --help)", names);
 	if (k >= npos)
 		return errf(err, len, "%s: no DOMAIN given", hp_cmd_name(a->cmd));
 	a->domain = pos[k++];
@@ -756,50 +970,33 @@ int hp_parse_args(int argc, char **argv, struct hp_args *a, char *err, size_t le
 		a->nslots++;
 	}
 
-	/* which options go with which command */
-	int stray = groups & ~allowed_groups(a->cmd);
-	const char *cmd = hp_cmd_name(a->cmd);
-	if (a->cmd == HP_CMD_STATUS || a->cmd == HP_CMD_REMOVE || a->cmd == HP_CMD_ADD) {
-		/* (the messages the first three commands always gave) */
-		if (stray & G_REMOVE)
-			return errf(err, len, "%s: --orderly, --surprise, --cancel, --timeout and --wait-guest belong "
-				    "to `hpslot remove`", cmd);
-		if (stray & (G_ADD | G_SERIAL | G_WAIT))
-			return errf(err, len, "%s: --serial, --size, --node, --prop, --wait and --force belong to "
-				    "`hpslot add`", cmd);
-		if (stray & G_SWAP)
-			return errf(err, len, "%s: %.*s belongs to `hpslot swap`", cmd, (int)strcspn(first_opt[5], "="),
-				    first_opt[5]);
-		if (stray & G_STORM)
-			return errf(err, len, "%s: %.*s belongs to `hpslot storm`", cmd, (int)strcspn(first_opt[6], "="),
-				    first_opt[6]);
-		if (stray & G_SETTLE)
-			return errf(err, len, "%s: --settle belongs to `hpslot swap` and `hpslot storm`", cmd);
-		if (stray & G_AER)
-			return errf(err, len, "%s: --error and --correctable belong to `hpslot aer`", cmd);
-		if (stray & G_ABSENT)
-			return errf(err, len, "%s: --reset belongs to `hpslot absent`", cmd);
-	} else if (stray) {
-		int bit = __builtin_ctz((unsigned)stray);
-		return errf(err, len, "%s: option %.*s does not go with `hpslot %s` (see hpslot help %s)", cmd,
-			    (int)strcspn(first_opt[bit], "="), first_opt[bit], cmd, cmd);
+	/* which options go with the command: its list in the table */
+	const struct hp_command *command = command_of(a->cmd);
+	const char *cmd = command->name;
+	for (int i = 0; i < nseen; i++) {
+		char who[128];
+		if (opt_by_val(command->opts, seen[i]))
+			continue;
+		owners(seen[i], who, sizeof(who));
+		return errf(err, len, "%s: --%s belongs to %s; it does not go with `hpslot %s` (see hpslot help %s)",
+			    cmd, opt_by_val(all, seen[i])->name, who, cmd, cmd);
 	}
 	if (a->cmd == HP_CMD_REMOVE) {
 		if (!a->mode)
 			return errf(err, len, "remove: say --orderly or --surprise");
-		if (a->mode == HP_MODE_SURPRISE && (a->cancel || timeout_given))
+		if (a->mode == HP_MODE_SURPRISE && (a->cancel || g.timeout))
 			return errf(err, len, "remove --surprise takes no --cancel or --timeout");
 		if (a->mode == HP_MODE_ORDERLY && a->quiet_ms)
 			return errf(err, len, "--quiet-ms goes with remove --surprise");
 		if (a->when_masked_ms && (a->mode != HP_MODE_SURPRISE || a->nslots != 1))
 			return errf(err, len, "--when-masked goes with remove --surprise of exactly one SLOT");
-		if (after_mask_given && !a->when_masked_ms)
+		if (g.after_mask && !a->when_masked_ms)
 			return errf(err, len, "--after-mask-ms goes with --when-masked");
-		if (!after_mask_given)
+		if (!g.after_mask)
 			a->after_mask_ms = 20;
-		if (a->mode == HP_MODE_ORDERLY && stagger_given)
+		if (a->mode == HP_MODE_ORDERLY && g.stagger)
 			return errf(err, len, "--stagger-ms goes with remove --surprise");
-		if (a->mode == HP_MODE_ORDERLY && wait_guest_given)
+		if (a->mode == HP_MODE_ORDERLY && g.wait_guest)
 			return errf(err, len, "--wait-guest goes with remove --surprise (an orderly removal "
 				    "ends when the guest is done)");
 	}
@@ -818,11 +1015,11 @@ int hp_parse_args(int argc, char **argv, struct hp_args *a, char *err, size_t le
 	if (a->cmd == HP_CMD_STORM) {
 		if (!a->seed_given)
 			return errf(err, len, "storm: --seed N is required (the storm is reproducible from it)");
-		if (!count_given)
+		if (!g.count)
 			return errf(err, len, "storm: --count K is required");
 		if (!a->settle_given)
 			a->settle = HP_STORM_SETTLE_DEFAULT;
-		if (!wait_given)
+		if (!g.wait)
 			a->wait = HP_STORM_WAIT_DEFAULT;
 	}
 	return 0;

@@ -239,8 +239,10 @@ struct hp_args {
 };
 
 #define HP_SWAP_SETTLE_DEFAULT 5.0
-#define HP_STORM_SETTLE_DEFAULT 60.0
-#define HP_STORM_WAIT_DEFAULT 30.0
+#define HP_STORM_SETTLE_S 60	/* whole seconds (storm's help text shows them) */
+#define HP_STORM_WAIT_S 30
+#define HP_STORM_SETTLE_DEFAULT ((double)HP_STORM_SETTLE_S)
+#define HP_STORM_WAIT_DEFAULT ((double)HP_STORM_WAIT_S)
 #define HP_STORM_MAX_GAP_DEFAULT 1000
 #define HP_STORM_ORDERLY_DEFAULT 25
 #define HP_STORM_MAX_COUNT 100000

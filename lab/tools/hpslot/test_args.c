@@ -29,6 +29,186 @@ static int parse(const char *first, ...)
 		CHECK(strstr(err, needle) != NULL); \
 	} while (0)
 
+/* parse "hpslot" + the NULL-terminated lists given (at most 3) */
+static int parse_parts(const char *const *p1, const char *const *p2, const char *const *p3)
+{
+	const char *const *parts[] = { p1, p2, p3 };
+	char *argv[64];
+	int argc = 0;
+
+	argv[argc++] = (char *)"hpslot";
+	for (int i = 0; i < 3; i++)
+		for (const char *const *s = parts[i]; s && *s && argc < 63; s++)
+			argv[argc++] = (char *)*s;
+	argv[argc] = NULL;
+	return hp_parse_args(argc, argv, &a, err, sizeof(err));
+}
+
+/* The command lines the lab's callers pass (playbooks/, tests/, docs/;
+ * lab_hpslot is "hpslot -c URI --json"): the values they parse to. */
+#define LAB "-c", "qemu+ssh://host/system", "--json"
+static void test_callers(void)
+{
+	OK(LAB, "status", "lab1");
+	CHECK(a.cmd == HP_CMD_STATUS && a.json && !a.help && a.nslots == 0);
+	CHECK_STR(a.uri, "qemu+ssh://host/system");
+	CHECK_STR(a.domain, "lab1");
+	OK(LAB, "status", "lab1", "7");
+	CHECK(a.nslots == 1 && a.slots[0].slot == 7);
+
+	OK(LAB, "remove", "--surprise", "--wait-guest", "30", "lab1", "3", "4");
+	CHECK(a.cmd == HP_CMD_REMOVE && a.mode == HP_MODE_SURPRISE && a.wait_guest == 30.0 && a.nslots == 2);
+	CHECK(!a.cancel && a.timeout == 20.0 && a.quiet_ms == 0 && a.stagger_ms == 0 && a.when_masked_ms == 0);
+	CHECK(a.after_mask_ms == 20 && a.slots[0].slot == 3 && a.slots[1].slot == 4);
+	OK(LAB, "remove", "--surprise", "lab1", "3");
+	CHECK(a.mode == HP_MODE_SURPRISE && a.wait_guest == 0 && a.nslots == 1);
+	OK(LAB, "remove", "--orderly", "--timeout", "20", "lab1", "3");
+	CHECK(a.mode == HP_MODE_ORDERLY && a.timeout == 20.0 && !a.cancel);
+	OK(LAB, "remove", "--orderly", "--timeout", "30", "lab1", "2001", "2002");
+	CHECK(a.timeout == 30.0 && a.nslots == 2 && a.slots[1].slot == 2002);
+	OK(LAB, "remove", "--orderly", "--cancel", "lab1", "3");
+	CHECK(a.mode == HP_MODE_ORDERLY && a.cancel && a.timeout == 20.0);
+	OK(LAB, "remove", "--surprise", "--stagger-ms", "20", "lab1", "2001", "2000");
+	CHECK(a.stagger_ms == 20 && a.nslots == 2 && a.slots[0].slot == 2001);
+	/* aer-reset-storm-round.yml: --json twice, --quiet-ms on a stock QEMU */
+	OK(LAB, "remove", "--json", "--surprise", "--when-masked", "5000", "--quiet-ms", "3000", "lab1", "3");
+	CHECK(a.json && a.mode == HP_MODE_SURPRISE && a.when_masked_ms == 5000 && a.after_mask_ms == 20);
+	CHECK(a.quiet_ms == 3000 && a.nslots == 1);
+	OK(LAB, "remove", "--json", "--surprise", "--when-masked", "5000", "lab1", "3");
+	CHECK(a.when_masked_ms == 5000 && a.quiet_ms == 0);
+
+	OK(LAB, "add", "--wait", "30", "lab1", "3", "4", "5");
+	CHECK(a.cmd == HP_CMD_ADD && a.wait == 30.0 && a.nslots == 3 && !a.force && a.nprops == 0);
+	CHECK(a.size_mib == 64 && !a.size_given && !a.serial && !a.node);
+	OK(LAB, "add", "--force", "--prop", "use-intel-id=true", "--node", "sleep-s3-2", "lab1", "3");
+	CHECK(a.force && a.nprops == 1 && a.wait == 0 && a.nslots == 1);
+	CHECK_STR(a.props[0], "use-intel-id=true");
+	CHECK_STR(a.node, "sleep-s3-2");
+
+	OK(LAB, "swap", "--delay-ms", "250", "--settle", "5", "lab1", "3");
+	CHECK(a.cmd == HP_CMD_SWAP && a.delay_ms == 250 && a.settle == 5.0 && a.settle_given && !a.serial);
+	OK(LAB, "swap", "--delay-ms", "0", "--settle", "0", "lab1", "3");
+	CHECK(a.delay_ms == 0 && a.settle == 0.0 && a.settle_given);
+
+	OK(LAB, "storm", "--seed", "1234567", "--count", "40", "--max-gap-ms", "1000", "--orderly-percent", "25",
+	   "lab1", "1", "2", "3");
+	CHECK(a.cmd == HP_CMD_STORM && a.seed == 1234567 && a.seed_given && a.count == 40 && a.nslots == 3);
+	CHECK(a.max_gap_ms == 1000 && a.orderly_percent == 25 && a.wait == 30.0 && a.settle == 60.0);
+	CHECK(!a.dry_run && !a.settle_given);
+	/* storm.yml's replay line */
+	OK("storm", "--dry-run", "--seed", "7", "--count", "10", "--max-gap-ms", "500", "--orderly-percent", "30",
+	   "DOMAIN", "1", "2");
+	CHECK(a.dry_run && !a.json && a.seed == 7 && a.count == 10 && a.max_gap_ms == 500 && a.orderly_percent == 30);
+	CHECK_STR(a.uri, "qemu:///system");
+
+	OK(LAB, "aer", "--error", "SDN", "lab1", "3");
+	CHECK(a.cmd == HP_CMD_AER && !a.aer_correctable && a.nslots == 1);
+	CHECK_STR(a.aer_error, "SDN");
+	OK(LAB, "aer", "--error", "COMP_TIME", "lab1", "3");
+	CHECK_STR(a.aer_error, "COMP_TIME");
+
+	OK(LAB, "absent", "--reset", "lab1", "1", "2");
+	CHECK(a.cmd == HP_CMD_ABSENT && a.absent_reset && a.nslots == 2);
+	OK(LAB, "absent", "lab1", "1", "2");
+	CHECK(!a.absent_reset && a.nslots == 2);
+
+	/* docs/vm-and-hotplug-by-hand.md */
+	OK("add", "--wait", "5", "pciehp-lab-1", "1", "2", "3", "4");
+	CHECK(a.wait == 5.0 && a.nslots == 4 && !a.json);
+	OK("swap", "--delay-ms", "500", "pciehp-lab-1", "2");
+	CHECK(a.delay_ms == 500 && a.settle == 5.0 && !a.settle_given);
+	OK("storm", "--seed", "7", "--count", "40", "pciehp-lab-1", "1", "2", "3", "4");
+	CHECK(a.seed == 7 && a.count == 40 && a.max_gap_ms == 1000 && a.orderly_percent == 25);
+	OK("--json", "status", "pciehp-lab-1");
+	CHECK(a.json && a.cmd == HP_CMD_STATUS);
+}
+
+/* Each command refuses, with its message, an unknown option, an option of
+ * another command, a missing value and a bad number -- also with --json
+ * after it (then a.json is set) -- while its base line alone parses. */
+static void test_refusals(void)
+{
+	static const struct {
+		const char *base[8];
+		const char *extra[4];
+		const char *msg;
+	} cases[] = {
+		{ { "status", "dom" }, { "--bogus" }, "unknown option '--bogus' (see hpslot --help)" },
+		{ { "status", "dom" }, { "--timeout", "3" },
+		  "status: --timeout belongs to `hpslot remove`; it does not go with `hpslot status` "
+		  "(see hpslot help status)" },
+		{ { "status", "dom" }, { "-c" }, "option --connect needs a value" },
+		{ { "status", "dom" }, { "--connect=" }, "--connect needs a libvirt URI" },
+
+		{ { "remove", "--surprise", "dom", "3" }, { "--ord" }, "unknown option '--ord'" },
+		{ { "remove", "--surprise", "dom", "3" }, { "--wait", "3" },
+		  "remove: --wait belongs to `hpslot add` and `hpslot storm`; it does not go with `hpslot remove`" },
+		{ { "remove", "--surprise", "dom", "3" }, { "--quiet-ms" }, "option --quiet-ms needs a value" },
+		{ { "remove", "--surprise", "dom", "3" }, { "--quiet-ms", "1x" }, "--quiet-ms '1x': milliseconds, 1..60000" },
+		{ { "remove", "--orderly", "dom", "3" }, { "--timeout=3601" },
+		  "--timeout: '3601' is not a number of seconds in 0.1..3600" },
+
+		{ { "add", "dom", "3" }, { "--sizes", "8" }, "unknown option '--sizes'" },
+		{ { "add", "dom", "3" }, { "--delay-ms", "5" },
+		  "add: --delay-ms belongs to `hpslot swap`; it does not go with `hpslot add`" },
+		{ { "add", "dom", "3" }, { "--size" }, "option --size needs a value" },
+		{ { "add", "dom", "3" }, { "--size", "12x" }, "--size '12x': a drive size in MiB, 1..1048576" },
+		{ { "add", "dom", "3" }, { "--force=yes" }, "unknown option '--force=yes'" },
+
+		{ { "swap", "dom", "3" }, { "--delay", "5" }, "unknown option '--delay'" },
+		{ { "swap", "dom", "3" }, { "--force" },
+		  "swap: --force belongs to `hpslot add`; it does not go with `hpslot swap` (see hpslot help swap)" },
+		{ { "swap", "dom", "3" }, { "--delay-ms" }, "option --delay-ms needs a value" },
+		{ { "swap", "dom", "3" }, { "--delay-ms", "1.5" }, "--delay-ms '1.5': milliseconds, 0..600000" },
+
+		{ { "storm", "--seed", "1", "--count", "1", "dom", "1" }, { "-x" }, "unknown option '-x'" },
+		{ { "storm", "--seed", "1", "--count", "1", "dom", "1" }, { "--reset" },
+		  "storm: --reset belongs to `hpslot absent`; it does not go with `hpslot storm`" },
+		{ { "storm", "--seed", "1", "--count", "1", "dom", "1" }, { "--max-gap-ms" },
+		  "option --max-gap-ms needs a value" },
+		{ { "storm", "--seed", "1", "--count", "1", "dom", "1" }, { "--count", "0x5" },
+		  "--count '0x5': a number of actions, 1..100000" },
+		{ { "storm", "--seed", "1", "--count", "1", "dom", "1" }, { "--seed", "1e3" },
+		  "--seed '1e3': an unsigned 64-bit number" },
+
+		{ { "aer", "--error", "SDN", "dom", "3" }, { "--correct" }, "unknown option '--correct'" },
+		{ { "aer", "--error", "SDN", "dom", "3" }, { "--surprise" },
+		  "aer: --surprise belongs to `hpslot remove`; it does not go with `hpslot aer`" },
+		{ { "aer", "--error", "SDN", "dom", "3" }, { "--error" }, "option --error needs a value" },
+		{ { "aer", "--error", "SDN", "dom", "3" }, { "--error", "0x123456789" }, "--error '0x123456789'" },
+
+		{ { "absent", "dom" }, { "--resets" }, "unknown option '--resets'" },
+		{ { "absent", "dom" }, { "--count", "3" },
+		  "absent: --count belongs to `hpslot storm`; it does not go with `hpslot absent`" },
+		{ { "absent", "dom" }, { "--connect" }, "option --connect needs a value" },
+		{ { "absent", "dom" }, { "--reset=1" }, "unknown option '--reset=1'" },
+	};
+	static const char *const json[] = { "--json", NULL };
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int rc = parse_parts(cases[i].base, NULL, NULL);
+		if (rc)
+			fprintf(stderr, "case %zu: base line refused: %s\n", i, err);
+		CHECK_EQ(rc, 0);
+		CHECK(!a.json);
+		CHECK_EQ(parse_parts(cases[i].base, cases[i].extra, NULL), -1);
+		if (!strstr(err, cases[i].msg))
+			fprintf(stderr, "case %zu: want \"%s\"\n  got \"%s\"\n", i, cases[i].msg, err);
+		CHECK(strstr(err, cases[i].msg) != NULL);
+		CHECK(!a.json);
+		/* --json after the bad option: the same error, as JSON */
+		CHECK_EQ(parse_parts(cases[i].base, cases[i].extra, json), -1);
+		CHECK(strstr(err, cases[i].msg) != NULL);
+		CHECK(a.json);
+		/* the bad option before the command and its domain (a value
+		 * missing only at the end: elsewhere the next word is its value) */
+		if (strstr(cases[i].msg, "needs a value"))
+			continue;
+		CHECK_EQ(parse_parts(cases[i].extra, cases[i].base, NULL), -1);
+		CHECK(strstr(err, cases[i].msg) != NULL);
+	}
+}
+
 void test_args(void)
 {
 	/* slot specs */
@@ -79,8 +259,9 @@ void test_args(void)
 	CHECK_EQ(a.slots[0].slot, 3);
 	CHECK_STR(a.slots[1].port, "pci.4");
 	BAD("no DOMAIN", "status");
-	BAD("belong to `hpslot remove`", "status", "dom", "--timeout", "3");
-	BAD("belong to `hpslot add`", "status", "dom", "--serial", "x");
+	BAD("status: --timeout belongs to `hpslot remove`; it does not go with `hpslot status`",
+	    "status", "dom", "--timeout", "3");
+	BAD("status: --serial belongs to `hpslot add` and `hpslot swap`", "status", "dom", "--serial", "x");
 
 	/* connection URI forms */
 	OK("-c", "qemu:///session", "status", "dom");
@@ -124,8 +305,9 @@ void test_args(void)
 	BAD("--stagger-ms goes with remove --surprise", "remove", "--orderly", "--stagger-ms", "5", "dom", "3");
 	BAD("--stagger-ms", "remove", "--surprise", "--stagger-ms", "-1", "dom", "3");
 	BAD("--stagger-ms", "remove", "--surprise", "--stagger-ms", "60001", "dom", "3");
-	BAD("belong to `hpslot remove`", "add", "dom", "3", "--stagger-ms", "5");
-	BAD("belong to `hpslot add`", "remove", "--surprise", "dom", "3", "--size", "5");
+	BAD("add: --stagger-ms belongs to `hpslot remove`", "add", "dom", "3", "--stagger-ms", "5");
+	BAD("remove: --size belongs to `hpslot add`; it does not go with `hpslot remove`",
+	    "remove", "--surprise", "dom", "3", "--size", "5");
 	BAD("unknown option '--yank'", "remove", "--yank", "dom", "3");
 	/* "--" ends the options: "-5" is then a (bad) slot */
 	BAD("'-5' is not a slot", "remove", "--surprise", "--", "dom", "-5");
@@ -135,7 +317,7 @@ void test_args(void)
 	CHECK_EQ(a.quiet_ms, 3000);
 	BAD("--quiet-ms goes with remove --surprise", "remove", "--orderly", "--quiet-ms", "10", "dom", "3");
 	BAD("--quiet-ms", "remove", "--surprise", "--quiet-ms", "0", "dom", "3");
-	BAD("belong to `hpslot remove`", "add", "--quiet-ms", "10", "dom", "3");
+	BAD("add: --quiet-ms belongs to `hpslot remove`", "add", "--quiet-ms", "10", "dom", "3");
 	/* remove --surprise --when-masked */
 	OK("remove", "--surprise", "--when-masked", "5000", "dom", "3");
 	CHECK_EQ(a.when_masked_ms, 5000);
@@ -146,7 +328,7 @@ void test_args(void)
 	BAD("exactly one SLOT", "remove", "--orderly", "--when-masked", "5000", "dom", "3");
 	BAD("--after-mask-ms goes with --when-masked", "remove", "--surprise", "--after-mask-ms", "5", "dom", "3");
 	BAD("--when-masked", "remove", "--surprise", "--when-masked", "0", "dom", "3");
-	BAD("belong to `hpslot remove`", "add", "--when-masked", "10", "dom", "3");
+	BAD("add: --when-masked belongs to `hpslot remove`", "add", "--when-masked", "10", "dom", "3");
 
 	/* add */
 	OK("add", "dom", "3");
@@ -165,7 +347,7 @@ void test_args(void)
 	BAD("set by hpslot", "add", "dom", "3", "--prop", "serial=x");
 	BAD("VALUE is empty", "add", "dom", "3", "--prop", "mdts=");
 	BAD("KEY is", "add", "dom", "3", "--prop", "Use=1");
-	BAD("belong to `hpslot add`", "remove", "--surprise", "dom", "3", "--prop", "a=1");
+	BAD("remove: --prop belongs to `hpslot add`", "remove", "--surprise", "dom", "3", "--prop", "a=1");
 	{
 		struct json_object *v = hp_prop_value("true");
 		CHECK(json_object_is_type(v, json_type_boolean) && json_object_get_boolean(v));
@@ -187,7 +369,7 @@ void test_args(void)
 	BAD("--size '12x'", "add", "dom", "3", "--size", "12x");
 	BAD("--node '1abc'", "add", "dom", "3", "--node", "1abc");
 	BAD("--node 'a b'", "add", "dom", "3", "--node", "a b");
-	BAD("belong to `hpslot remove`", "add", "dom", "3", "--orderly");
+	BAD("add: --orderly belongs to `hpslot remove`", "add", "dom", "3", "--orderly");
 	BAD("not a number of seconds", "add", "dom", "3", "--wait", "-1");
 	/* add keeps refusing the new commands' options */
 	BAD("--delay-ms belongs to `hpslot swap`", "add", "dom", "3", "--delay-ms", "5");
@@ -218,10 +400,14 @@ void test_args(void)
 	BAD("option --delay-ms needs a value", "swap", "dom", "3", "--delay-ms");
 	BAD("not a number of seconds", "swap", "dom", "3", "--settle", "-1");
 	BAD("--serial 'a,b'", "swap", "dom", "3", "--serial", "a,b");
-	BAD("option --wait does not go with `hpslot swap`", "swap", "dom", "3", "--wait", "2");
-	BAD("option --surprise does not go with `hpslot swap`", "swap", "--surprise", "dom", "3");
-	BAD("option --size does not go with `hpslot swap`", "swap", "dom", "3", "--size", "8");
-	BAD("option --count does not go with `hpslot swap`", "swap", "dom", "3", "--count", "8");
+	BAD("--wait belongs to `hpslot add` and `hpslot storm`; it does not go with `hpslot swap`",
+	    "swap", "dom", "3", "--wait", "2");
+	BAD("--surprise belongs to `hpslot remove`; it does not go with `hpslot swap`",
+	    "swap", "--surprise", "dom", "3");
+	BAD("--size belongs to `hpslot add`; it does not go with `hpslot swap`",
+	    "swap", "dom", "3", "--size", "8");
+	BAD("--count belongs to `hpslot storm`; it does not go with `hpslot swap`",
+	    "swap", "dom", "3", "--count", "8");
 	BAD("'x3' is not a slot", "swap", "dom", "x3");
 
 	/* storm */
@@ -241,7 +427,8 @@ void test_args(void)
 	BAD("--count K is required", "storm", "--seed", "4", "dom", "1");
 	BAD("no SLOT", "storm", "--seed", "4", "--count", "4", "dom");
 	BAD("--seed '-1'", "storm", "--seed", "-1", "--count", "4", "dom", "1");
-	BAD("--seed '18446744073709551616'", "storm", "--seed", "18446744073709551616", "--count", "4", "dom", "1");
+	BAD("--seed '18446744073709551616'",
+	    "storm", "--seed", "18446744073709551616", "--count", "4", "dom", "1");
 	BAD("--seed 'abc'", "storm", "--seed", "abc", "--count", "4", "dom", "1");
 	BAD("--seed ''", "storm", "--seed=", "--count", "4", "dom", "1");
 	BAD("--count '0'", "storm", "--seed", "1", "--count", "0", "dom", "1");
@@ -249,15 +436,19 @@ void test_args(void)
 	BAD("--max-gap-ms '-5'", "storm", "--seed", "1", "--count", "1", "--max-gap-ms", "-5", "dom", "1");
 	BAD("--orderly-percent '101': a percentage, 0..100", "storm", "--seed", "1", "--count", "1",
 	    "--orderly-percent", "101", "dom", "1");
-	BAD("option --serial does not go with `hpslot storm`", "storm", "--seed", "1", "--count", "1",
+	BAD("--serial belongs to `hpslot add` and `hpslot swap`; it does not go with `hpslot storm`",
+	    "storm", "--seed", "1", "--count", "1",
 	    "--serial", "x", "dom", "1");
-	BAD("option --delay-ms does not go with `hpslot storm`", "storm", "--seed", "1", "--count", "1",
+	BAD("--delay-ms belongs to `hpslot swap`; it does not go with `hpslot storm`",
+	    "storm", "--seed", "1", "--count", "1",
 	    "--delay-ms", "1", "dom", "1");
-	BAD("option --timeout does not go with `hpslot storm`", "storm", "--seed", "1", "--count", "1",
+	BAD("--timeout belongs to `hpslot remove`; it does not go with `hpslot storm`",
+	    "storm", "--seed", "1", "--count", "1",
 	    "--timeout", "1", "dom", "1");
 	BAD("named twice", "storm", "--seed", "1", "--count", "1", "dom", "1", "1");
 	BAD("add: --dry-run belongs to `hpslot storm`", "add", "dom", "1", "--dry-run");
-	BAD("--settle: 'x' is not a number of seconds", "storm", "--seed", "1", "--count", "1", "dom", "1", "--settle=x");
+	BAD("--settle: 'x' is not a number of seconds",
+	    "storm", "--seed", "1", "--count", "1", "dom", "1", "--settle=x");
 
 	/* aer */
 	OK("aer", "--error", "COMP_TIME", "dom", "3");
@@ -269,9 +460,10 @@ void test_args(void)
 	BAD("--error '0x'", "aer", "--error", "0x", "dom", "3");
 	BAD("--error 'SDN;quit'", "aer", "--error", "SDN;quit", "dom", "3");
 	BAD("aer: no SLOT given", "aer", "--error", "SDN", "dom");
-	BAD("remove: --error and --correctable belong to `hpslot aer`", "remove", "--surprise", "--error", "SDN",
+	BAD("remove: --error belongs to `hpslot aer`", "remove", "--surprise", "--error", "SDN",
 	    "dom", "3");
-	BAD("option --seed does not go with `hpslot aer`", "aer", "--error", "SDN", "--seed", "1", "dom", "3");
+	BAD("--seed belongs to `hpslot storm`; it does not go with `hpslot aer`",
+	    "aer", "--error", "SDN", "--seed", "1", "dom", "3");
 	CHECK(hp_valid_aer_error("SDN") && hp_valid_aer_error("0xFFFF") && !hp_valid_aer_error("0x123456789"));
 	CHECK(!hp_valid_aer_error("") && !hp_valid_aer_error("_X") && !hp_valid_aer_error("SDN "));
 
@@ -287,19 +479,62 @@ void test_args(void)
 	BAD("absent: no DOMAIN", "absent");
 	BAD("named twice", "absent", "dom", "1", "1");
 	BAD("is not a slot", "absent", "dom", "one");
-	BAD("option --surprise does not go with `hpslot absent`", "absent", "--surprise", "dom");
-	BAD("option --seed does not go with `hpslot absent`", "absent", "dom", "--seed", "1");
+	BAD("--surprise belongs to `hpslot remove`; it does not go with `hpslot absent`",
+	    "absent", "--surprise", "dom");
+	BAD("--seed belongs to `hpslot storm`; it does not go with `hpslot absent`",
+	    "absent", "dom", "--seed", "1");
 	BAD("status: --reset belongs to `hpslot absent`", "status", "dom", "--reset");
 	BAD("remove: --reset belongs to `hpslot absent`", "remove", "--surprise", "dom", "3", "--reset");
-	BAD("option --reset does not go with `hpslot aer`", "aer", "--error", "SDN", "dom", "3", "--reset");
+	BAD("--reset belongs to `hpslot absent`; it does not go with `hpslot aer`",
+	    "aer", "--error", "SDN", "dom", "3", "--reset");
 	BAD("unknown option '--reset=1'", "absent", "dom", "--reset=1");
 	BAD("storm, aer or absent", "frobnicate", "dom");
 	OK("help", "absent");
 	CHECK(a.help && a.cmd == HP_CMD_ABSENT);
+
+	/* --json counts wherever it stands, also after a bad option: main
+	 * prints the error as JSON; the first error is the one reported */
+	BAD("unknown option '--bogus'", "status", "dom", "--bogus", "--json");
+	CHECK(a.json);
+	BAD("unknown option '--bogus'", "status", "dom", "--bogus");
+	CHECK(!a.json);
+	BAD("--delay-ms 'x': milliseconds, 0..600000", "swap", "dom", "3", "--delay-ms", "x", "--json");
+	CHECK(a.json);
+	BAD("not a number of seconds", "remove", "--orderly", "--timeout", "soon", "dom", "3", "--json");
+	CHECK(a.json);
+	BAD("--orderly and --surprise exclude each other", "remove", "--orderly", "--surprise", "--json", "dom", "3");
+	CHECK(a.json);
+	BAD("status: --seed belongs to `hpslot storm`", "status", "dom", "--seed", "1", "--json");
+	CHECK(a.json);
+	BAD("unknown option '--bogus'", "status", "dom", "--bogus", "--timeout", "x", "--yank", "--json");
+	CHECK(a.json);
+	BAD("unknown option '-x'", "-x", "status", "dom", "--json");
+	CHECK(a.json);
+	BAD("unknown command 'frob'", "frob", "dom", "--json");
+	CHECK(a.json);
+	BAD("--size '0'", "add", "dom", "x", "--size", "0", "--json");
+	CHECK(a.json);
+
+	/* a value never starts with "--": the option lacks its value, and
+	 * what follows is read as an option (or as "--") */
+	BAD("option --delay-ms needs a value", "swap", "dom", "3", "--delay-ms", "--json");
+	CHECK(a.json);
+	BAD("option --connect needs a value", "-c", "--json", "status", "dom");
+	CHECK(a.json);
+	BAD("option --serial needs a value", "add", "dom", "3", "--serial", "--force");
+	CHECK(a.force);
+	BAD("option --timeout needs a value", "remove", "--orderly", "--timeout", "--", "dom", "3");
+	BAD("option --settle needs a value", "--json", "storm", "--seed", "1", "--count", "1", "--settle", "--seed=2",
+	    "dom", "1");
+	CHECK_EQ(a.seed, 2);
+	BAD("--wait: '-1' is not a number of seconds", "add", "dom", "3", "--wait", "-1");
 
 	/* help for the new commands */
 	OK("help", "swap");
 	CHECK(a.help && a.cmd == HP_CMD_SWAP);
 	OK("storm", "--help");
 	CHECK(a.help && a.cmd == HP_CMD_STORM);
+
+	test_callers();
+	test_refusals();
 }
