@@ -1,6 +1,7 @@
 """The lab's filter plugins: the slot map and results logic, without a VM."""
 
 import json
+import re
 import sys
 
 import pytest
@@ -473,22 +474,43 @@ PERF_REPORT = """# To display the perf.data header info, please use --header/--h
 """
 
 
-def _perf_awk():
+# perf 6.1's `perf report --stats` (events_stats__fprintf: "%20s events: %10d")
+PERF_STATS = """Aggregated stats:
+               TOTAL events:      41633
+                MMAP events:        106
+                LOST events:          {lost}
+              SAMPLE events:      40961
+        LOST_SAMPLES events:          0
+"""
+
+
+def _perf_step():
     import yaml
     steps = yaml.safe_load((REPO / "playbooks/scenarios/steps/bulk-surprise-removal-iteration.yml").read_text())
-    task = next(t for t in steps if t.get("register") == "bulk_perf_report")
-    return task["vars"]["bulk_perf_awk"]
+    return next(t for t in steps if t.get("register") == "bulk_perf_report")
+
+
+def _perf_guest_text(lost=0):
+    """What the guest's pipeline (the scenario's own sed and awk) makes of
+    perf report's table and its --stats."""
+    import subprocess
+    task = _perf_step()
+    script = task["ansible.builtin.command"]["argv"][2]
+    sed = re.search(r'--stats \| sed -n "(.*?)";', script).group(1)
+    stats = subprocess.run(["sed", "-n", sed], input=PERF_STATS.format(lost=lost), text=True,
+                           capture_output=True, check=True).stdout
+    return subprocess.run(["awk", "-F", "|", task["vars"]["bulk_perf_awk"]], input=PERF_REPORT + stats,
+                          text=True, capture_output=True, check=True).stdout
 
 
 def test_perf_profile_adds_up_the_pciehp_irq_threads():
     """The guest's awk (the scenario's own program) merges the IRQ threads
     by name; the filter gives each task's share and CPU time and the
     threads' functions as shares of their own samples."""
-    import subprocess
-    text = subprocess.run(["awk", "-F", "|", _perf_awk()], input=PERF_REPORT, text=True,
-                          capture_output=True, check=True).stdout
+    text = _perf_guest_text()
     p = lab_results.lab_perf_profile(text, 0, 1000, 0, 32)
     assert p["error"] is None and p["samples"] == 1000 and p["sampled_ms"] == 800.0
+    assert p["lost"] == {"lost": 0, "lost_samples": 0}
     irq = p["irq_thread"]
     assert irq["pct_of_samples"] == 50.0 and irq["cpu_ms"] == 400.0
     funcs = {f["function"]: f for f in irq["functions"]}
@@ -502,8 +524,17 @@ def test_perf_profile_adds_up_the_pciehp_irq_threads():
 NO_IRQ_THREAD = "# Samples: 10 of event 'cpu-clock'\n# Event count (approx.): 80000000\n40.0|40.0|swapper|[k] default_idle\n"
 
 
+def test_perf_profile_that_lost_records_is_an_error():
+    """teardown-profile2: perf fell behind while the drives tore down and
+    its profile had not one IRQ-thread sample; records lost, even with the
+    IRQ threads present, make the profile an error, not a result."""
+    p = lab_results.lab_perf_profile(_perf_guest_text(lost=7), 0, 1000, 0, 32)
+    assert p["error"] and "lost 7" in p["error"] and p["irq_thread"] is None, p
+
+
 @pytest.mark.parametrize("text, rc", [("", 0), ("# Samples: 0 of event 'cpu-clock'\n", 0), (PERF_REPORT, 1),
-                                      ("garbage|\n", 0), (NO_IRQ_THREAD, 0)])
+                                      ("garbage|\n", 0), (NO_IRQ_THREAD, 0),
+                                      (PERF_REPORT, 0)])  # no --stats: loss unknown
 def test_perf_profile_without_samples_is_an_error(text, rc):
     p = lab_results.lab_perf_profile(text, rc, 1000, 0, 32)
     assert p["error"] and p["irq_thread"] is None

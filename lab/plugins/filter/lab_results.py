@@ -275,9 +275,12 @@ def lab_perf_profile(text, rc, hz, timeout, drives):
     threads' functions by inclusive share of those threads' own samples
     (children, as perf computes it from the call chains), the top
     PROFILE_TOP. A report that is missing or unparsable is an error, never
-    an empty profile."""
+    an empty profile; so is one where perf lost records ("# LOST n" /
+    "# LOST_SAMPLES n" from perf report --stats): perf falls behind exactly
+    while the teardown keeps the CPUs busy, so a lossy profile is biased
+    against what it is for."""
     out = {"hz": hz, "timeout_us": timeout, "drives": drives, "samples": None, "sampled_ms": None, "error": None,
-           "by_task": {}, "irq_thread": None,
+           "lost": None, "by_task": {}, "irq_thread": None,
            "note": "perf record -a -g -e cpu-clock; percentages of all samples (by_task) or of the "
                    "irq/N-pciehp threads' samples (irq_thread.functions); perf slows the guest, so this "
                    "yank's time is not a T(N)"}
@@ -289,6 +292,11 @@ def lab_perf_profile(text, rc, hz, timeout, drives):
         m = re.match(r"^# Samples: ([0-9.]+)([kKmM]?)", line)
         if m:  # perf rounds large counts (12K)
             out["samples"] = int(float(m.group(1)) * {"": 1, "k": 1e3, "K": 1e3, "m": 1e6, "M": 1e6}[m.group(2)])
+            continue
+        m = re.match(r"^# (LOST|LOST_SAMPLES) ([0-9]+)$", line)
+        if m:
+            out["lost"] = out["lost"] or {}
+            out["lost"][m.group(1).lower()] = int(m.group(2))
             continue
         m = re.match(r"^# Event count \(approx\.\): ([0-9]+)", line)
         if m:  # cpu-clock counts ns: the CPU time the samples stand for
@@ -303,6 +311,13 @@ def lab_perf_profile(text, rc, hz, timeout, drives):
             continue
     if not rows or not out["samples"] or not out["sampled_ms"]:
         out["error"] = "perf report had no samples or no event count"
+        return out
+    if out["lost"] is None:
+        out["error"] = "perf report --stats gave no LOST count: cannot tell whether samples were lost"
+        return out
+    if any(out["lost"].values()):
+        out["error"] = (f"perf lost records ({', '.join(f'{k} {v}' for k, v in sorted(out['lost'].items()))}): "
+                        "it fell behind while the teardown kept the CPUs busy")
         return out
     share = {}
     for _, self_pct, task, _ in rows:
