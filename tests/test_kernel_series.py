@@ -170,6 +170,19 @@ def test_checkpatch_strict(pristine, name):
         + r.stdout)
 
 
+MODULE_SOURCES = sorted((REPO / "kernel/modules").glob("*/*.[ch]"))
+
+
+@pytest.mark.parametrize("source", MODULE_SOURCES, ids=[p.name for p in MODULE_SOURCES])
+def test_module_source_is_checkpatch_strict_clean(pristine, source):
+    """kernel/modules/ is kernel code too: checkpatch --strict on the file."""
+    r = subprocess.run(["perl", "scripts/checkpatch.pl", "--strict", "--no-tree", "--show-types",
+                        "--color=never", "-f", str(source)],
+                       cwd=pristine, text=True, capture_output=True, timeout=300,
+                       env=dict(os.environ, GIT_DIR="/nonexistent"))
+    assert "total: 0 errors, 0 warnings, 0 checks" in r.stdout, r.stdout
+
+
 # --- the debug variant (kernel/config/debug.config, kernel-build --variant debug)
 
 DEBUG_CONFIG = REPO / "kernel/config/debug.config"

@@ -125,8 +125,48 @@ def test_canary_lost_with_a_restart_is_written_at_the_end(labprobe, tmp_path):
     assert lines(end) == ["BUG: KASAN: use-after-free in nvme_remove", end["canary"]["line"]]
 
 
+@pytest.mark.parametrize("kind", ["lockdep", "kasan", "sleep-in-atomic"])
+def test_provoked_canary_asks_lab_provoke_at_its_scan(labprobe, tmp_path, kind):
+    """With --provoke the canary is no marked line: at its scan labprobe
+    writes "KIND TOKEN" to lab_provoke's debugfs file (here a file), and
+    the kernel's own report is what the scan must find; end says which
+    kind was provoked and has no marked line to look for."""
+    g = Guest(labprobe, tmp_path)
+    provoke = tmp_path / "provoke"
+    provoke.write_text("")
+    g.env["LABPROBE_PROVOKE"] = str(provoke)
+    g.log("Linux version 6.1.0-debug")
+    rc, start, _ = g.probe("log-window", "start", "--canary", "2", "--token", "tok9", "--provoke", kind)
+    assert rc == 0 and start["canary_provoke"] == kind
+    g.probe("findings", "--since-seq", "1")
+    assert provoke.read_text() == "", "provoked before its scan"
+    g.probe("findings", "--since-seq", "1")
+    assert provoke.read_text() == f"{kind} tok9\n"
+    rc, end, _ = g.probe("log-window", "end", "--since-seq", "1", "--boot-id", "boot-1",
+                         "--token", "tok9", "--provoke", kind)
+    assert end["canary"] == {"fired_at": "scan-2", "line": None, "provoke": kind}
+    # no marked line went into the log: only the kernel's report could fail the scenario
+    assert "lab-canary" not in g.kmsg.read_text()
+
+
+def test_provoked_canary_without_the_module_is_not_fired(labprobe, tmp_path):
+    """No lab_provoke loaded (no debugfs file): the canary is not written,
+    end reports fired_at null, and a test of the gate fails on that."""
+    g = Guest(labprobe, tmp_path)
+    g.env["LABPROBE_PROVOKE"] = str(tmp_path / "absent" / "provoke")
+    g.log("Linux version 6.1.0-debug")
+    g.probe("log-window", "start", "--canary", "1", "--token", "tok3", "--provoke", "kasan")
+    g.probe("findings", "--since-seq", "1")
+    rc, end, _ = g.probe("log-window", "end", "--since-seq", "1", "--boot-id", "boot-1",
+                         "--token", "tok3", "--provoke", "kasan")
+    assert end["canary"]["fired_at"] is None
+
+
 @pytest.mark.parametrize("args, needle", [
     (["start", "--canary", "2"], "--canary and --token go together"),
+    (["start", "--canary", "1", "--token", "t", "--provoke", "oops"], "--provoke: lockdep, kasan or sleep-in-atomic"),
+    (["start", "--provoke", "kasan"], "--provoke needs --canary and --token"),
+    (["end", "--since-seq", "3", "--boot-id", "b", "--provoke", "kasan"], "--provoke needs --token"),
     (["start", "--canary", "0", "--token", "t"], "--canary"),
     (["start", "--token", "a b", "--canary", "1"], "--token"),
     (["end", "--since-seq", "3"], "needs --since-seq and --boot-id"),

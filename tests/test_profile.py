@@ -26,6 +26,9 @@ BAD = [
      "press the Attention Button"),
     (["lab_dpc=true"], "lab_dpc=true needs lab_platform=fidelity"),
     ([{"lab_platform": "fidelity", "lab_scenarios": ["dpc-surprise-down"]}], "dpc-surprise-down needs lab_dpc=true"),
+    (["lab_canary=true", "lab_canary_provoke=kasan"], "needs lab_kernel_variant=debug"),
+    (["lab_kernel_variant=debug", "lab_canary_provoke=lockdep"], "needs lab_canary=true"),
+    (["lab_canary=true", "lab_kernel_variant=debug", "lab_canary_provoke=oops"], "lab_canary_provoke"),
 ]
 
 

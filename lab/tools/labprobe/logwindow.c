@@ -1,7 +1,7 @@
 /* A scenario's kernel-log window, and the canary that proves the gate fires.
  *
- *   labprobe log-window start [--canary K --token T]
- *   labprobe log-window end --since-seq SEQ --boot-id ID [--token T]
+ *   labprobe log-window start [--canary K --token T [--provoke KIND]]
+ *   labprobe log-window end --since-seq SEQ --boot-id ID [--token T [--provoke KIND]]
  *
  * start prints the log's last sequence number and the boot id, and forgets
  * the scans of an earlier window. From then on every scan of the log
@@ -22,6 +22,12 @@
  * than K scans has it written by end (fired_at "end"). end --token T
  * reports where the canary was written, and whether it was: a scenario
  * run with the canary must fail with that finding and no other.
+ *
+ * --provoke KIND (debug kernel, lab_provoke module loaded): instead of the
+ * marked line, the canary asks kernel/modules/lab_provoke for a real report
+ * of KIND (lockdep, kasan, sleep-in-atomic) by writing "KIND T" to its
+ * debugfs file; the scenario must then fail with a finding of that kind,
+ * which shows that the gate's pattern matches what the kernel prints.
  *
  * Scans are noted only between start and end. State: LABPROBE_LOG_STATE=DIR
  * (tests), else /run/labprobe-log; /run is emptied at boot, so a restart
@@ -59,6 +65,17 @@ static int scans_so_far(void)
 	return n;
 }
 
+/* The reports lab_provoke can provoke: the finding kinds of findings.c */
+static const char *const provoke_kinds[] = { "lockdep", "kasan", "sleep-in-atomic", NULL };
+
+static bool provoke_kind_ok(const char *kind)
+{
+	for (const char *const *k = provoke_kinds; *k; k++)
+		if (!strcmp(kind, *k))
+			return true;
+	return false;
+}
+
 /* The canary line: what the gate must find ("^WARNING:", kind warning) */
 static void canary_line(char *buf, size_t len, const char *token)
 {
@@ -66,13 +83,37 @@ static void canary_line(char *buf, size_t len, const char *token)
 		 "kernel-log gate fails this scenario", token);
 }
 
-/* Writes the canary; the test hook's file of records gets a record */
-static int canary_write(const char *token)
+/* Asks lab_provoke for a report of kind; the module logs the token first */
+static int provoke_write(const char *kind, const char *token)
+{
+	const char *path = hook("LABPROBE_PROVOKE", "/sys/kernel/debug/lab_provoke/provoke");
+	char rec[200];
+	int fd, n;
+
+	n = snprintf(rec, sizeof(rec), "%s %s\n", kind, token);
+	fd = open(path, O_WRONLY);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, rec, (size_t)n) != n) {
+		int err = errno;
+
+		close(fd);
+		return -err;
+	}
+	close(fd);
+	return 0;
+}
+
+/* Writes the canary (or provokes its report, with a kind); the test hook's
+ * file of records gets a record */
+static int canary_write(const char *token, const char *kind)
 {
 	const char *kmsg = hook("LABPROBE_KMSG", "/dev/kmsg");
 	char msg[300], rec[400];
 	int fd, n;
 
+	if (kind[0])
+		return provoke_write(kind, token);
 	canary_line(msg, sizeof(msg), token);
 	if (strcmp(kmsg, "/dev/kmsg"))
 		n = snprintf(rec, sizeof(rec), "12,%llu,0,-;%s\n", kmsg_last_seq() + 1, msg);
@@ -94,18 +135,21 @@ static int canary_write(const char *token)
 	return 0;
 }
 
-/* "K TOKEN" while the canary waits for its scan */
-static bool canary_pending(int *k, char *token, size_t len)
+/* "K TOKEN KIND" (KIND "-" for the marked line) while the canary waits
+ * for its scan; kind gets "" for the marked line */
+static bool canary_pending(int *k, char *token, size_t len, char *kind, size_t klen)
 {
-	char path[300], line[200], tok[100];
+	char path[300], line[200], tok[100], kd[32];
 	bool got;
 
 	state_path(path, sizeof(path), "canary");
 	if (read_line(path, line, sizeof(line)))
 		return false;
-	got = sscanf(line, "%d %99s", k, tok) == 2;
-	if (got)
+	got = sscanf(line, "%d %99s %31s", k, tok, kd) == 3;
+	if (got) {
 		scopy(token, len, tok);
+		scopy(kind, klen, strcmp(kd, "-") ? kd : "");
+	}
 	return got;
 }
 
@@ -140,15 +184,15 @@ static void canary_fired(const char *token, const char *at)
 
 void log_window_before_scan(void)
 {
-	char token[100], at[32];
+	char token[100], kind[32], at[32];
 	int k, scan;
 
-	if (!canary_pending(&k, token, sizeof(token)))
+	if (!canary_pending(&k, token, sizeof(token), kind, sizeof(kind)))
 		return;
 	scan = scans_so_far() + 1;
 	if (scan < k)
 		return;
-	if (canary_write(token) == 0) {
+	if (canary_write(token, kind) == 0) {
 		snprintf(at, sizeof(at), "scan-%d", scan);
 		canary_fired(token, at);
 	}
@@ -174,14 +218,15 @@ void log_window_scanned(unsigned long long from, unsigned long long to)
 
 static int start(int argc, char **argv, struct json_object *out)
 {
-	enum { OPT_CANARY = OPT_FIRST, OPT_TOKEN };
+	enum { OPT_CANARY = OPT_FIRST, OPT_TOKEN, OPT_PROVOKE };
 	static const struct option opts[] = {
 		{ "canary", required_argument, NULL, OPT_CANARY },
 		{ "token", required_argument, NULL, OPT_TOKEN },
+		{ "provoke", required_argument, NULL, OPT_PROVOKE },
 		{ NULL, 0, NULL, 0 },
 	};
 	char path[300], bid[64];
-	const char *token = NULL;
+	const char *token = NULL, *kind = NULL;
 	int canary = 0, opt;
 	struct json_object *seq;
 
@@ -198,12 +243,23 @@ static int start(int argc, char **argv, struct json_object *out)
 				return 2;
 			}
 			break;
+		case OPT_PROVOKE:
+			kind = optarg;
+			if (!provoke_kind_ok(kind)) {
+				arg_error("--provoke: lockdep, kasan or sleep-in-atomic, not '%s'", kind);
+				return 2;
+			}
+			break;
 		default:
 			return 2;
 		}
 	}
 	if (!canary != !token) {
 		arg_error("--canary and --token go together");
+		return 2;
+	}
+	if (kind && !canary) {
+		arg_error("--provoke needs --canary and --token");
 		return 2;
 	}
 	state_path(path, sizeof(path), "");
@@ -225,11 +281,13 @@ static int start(int argc, char **argv, struct json_object *out)
 
 		state_path(path, sizeof(path), "canary");
 		f = fopen(path, "w");
-		if (!f || fprintf(f, "%d %s\n", canary, token) < 0 || fclose(f)) {
+		if (!f || fprintf(f, "%d %s %s\n", canary, token, kind ? kind : "-") < 0 || fclose(f)) {
 			json_object_object_add(out, "error", json_object_new_string("cannot keep the canary"));
 			return 1;
 		}
 		json_object_object_add(out, "canary_at_scan", json_object_new_int(canary));
+		if (kind)
+			json_object_object_add(out, "canary_provoke", json_object_new_string(kind));
 	}
 	seq = kmsg_last_seq_json();
 	boot_id(bid, sizeof(bid));
@@ -240,14 +298,16 @@ static int start(int argc, char **argv, struct json_object *out)
 
 static int end(int argc, char **argv, struct json_object *out)
 {
-	enum { OPT_SINCE_SEQ = OPT_FIRST, OPT_BOOT_ID, OPT_TOKEN };
+	enum { OPT_SINCE_SEQ = OPT_FIRST, OPT_BOOT_ID, OPT_TOKEN, OPT_PROVOKE };
 	static const struct option opts[] = {
 		{ "since-seq", required_argument, NULL, OPT_SINCE_SEQ },
 		{ "boot-id", required_argument, NULL, OPT_BOOT_ID },
 		{ "token", required_argument, NULL, OPT_TOKEN },
+		{ "provoke", required_argument, NULL, OPT_PROVOKE },
 		{ NULL, 0, NULL, 0 },
 	};
 	char path[300], line[200], bid[64], token[100] = "", want[100] = "";
+	char kind[32] = "", want_kind[32] = "";
 	long since = -1;
 	const char *boot = NULL;
 	unsigned long long (*r)[2] = calloc(MAXRANGES, sizeof(*r));
@@ -270,6 +330,13 @@ static int end(int argc, char **argv, struct json_object *out)
 		case OPT_TOKEN:
 			scopy(want, sizeof(want), optarg);
 			break;
+		case OPT_PROVOKE:
+			if (!provoke_kind_ok(optarg)) {
+				arg_error("--provoke: lockdep, kasan or sleep-in-atomic, not '%s'", optarg);
+				goto bad;
+			}
+			scopy(want_kind, sizeof(want_kind), optarg);
+			break;
 		default:
 			goto bad;
 		}
@@ -278,15 +345,19 @@ static int end(int argc, char **argv, struct json_object *out)
 		arg_error("log-window end needs --since-seq and --boot-id (log-window start's)");
 		goto bad;
 	}
+	if (want_kind[0] && !want[0]) {
+		arg_error("--provoke needs --token");
+		goto bad;
+	}
 	boot_id(bid, sizeof(bid));
 	restarted = strcmp(bid, boot) != 0;
 
 	/* a canary still waiting (fewer scans than K), or lost with a
 	 * restart: written now, so the scan below finds it */
-	if (canary_pending(&k, token, sizeof(token)) || (want[0] && restarted)) {
+	if (canary_pending(&k, token, sizeof(token), kind, sizeof(kind)) || (want[0] && restarted)) {
 		const char *t = token[0] ? token : want;
 
-		if (!canary_fired_at(t, line, sizeof(line)) && canary_write(t) == 0)
+		if (!canary_fired_at(t, line, sizeof(line)) && canary_write(t, token[0] ? kind : want_kind) == 0)
 			canary_fired(t, "end");
 	}
 
@@ -310,8 +381,10 @@ static int end(int argc, char **argv, struct json_object *out)
 		canary = json_object_new_object();
 		json_object_object_add(canary, "fired_at", canary_fired_at(want, line, sizeof(line)) ?
 				       json_object_new_string(line) : NULL);
+		/* a provoked report's line is the kernel's: its kind is what to find */
 		canary_line(line, sizeof(line), want);
-		json_object_object_add(canary, "line", json_object_new_string(line));
+		json_object_object_add(canary, "line", want_kind[0] ? NULL : json_object_new_string(line));
+		json_object_object_add(canary, "provoke", want_kind[0] ? json_object_new_string(want_kind) : NULL);
 		json_object_object_add(out, "canary", canary);
 	}
 	json_object_object_add(out, "findings", findings);
