@@ -239,6 +239,8 @@ def test_debug_variant_has_its_own_key_and_leaves_stock_and_patched_keys(tmp_pat
     outside.write_text(text.replace("set -euo pipefail\n", "set -euo pipefail\n:\n", 1))
     for script in (inside, outside):
         script.chmod(0o755)
+    # the copies apply patches with the apply-series beside them, as the real one does
+    shutil.copy2(REPO / "lab/tools/apply-series", tmp_path / "apply-series")
     assert {v: key_of(inside, v) for v in ("stock", "patched")} == {v: keys[v] for v in ("stock", "patched")}
     assert key_of(inside, "debug") != keys["debug"]
     assert all(key_of(outside, v) != keys[v] for v in keys)
