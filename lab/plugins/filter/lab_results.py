@@ -276,9 +276,10 @@ def lab_perf_profile(text, rc, hz, timeout, drives):
     (children, as perf computes it from the call chains), the top
     PROFILE_TOP. A report that is missing or unparsable is an error, never
     an empty profile; so is one where perf lost records ("# LOST n" /
-    "# LOST_SAMPLES n" from perf report --stats): perf falls behind exactly
-    while the teardown keeps the CPUs busy, so a lossy profile is biased
-    against what it is for."""
+    "# LOST_SAMPLES n" from perf report --stats, which prints only non-zero
+    counts, after "# TOTAL n" which says the stats ran): perf falls behind
+    exactly while the teardown keeps the CPUs busy, so a lossy profile is
+    biased against what it is for."""
     out = {"hz": hz, "timeout_us": timeout, "drives": drives, "samples": None, "sampled_ms": None, "error": None,
            "lost": None, "by_task": {}, "irq_thread": None,
            "note": "perf record -a -g -e cpu-clock; percentages of all samples (by_task) or of the "
@@ -293,10 +294,11 @@ def lab_perf_profile(text, rc, hz, timeout, drives):
         if m:  # perf rounds large counts (12K)
             out["samples"] = int(float(m.group(1)) * {"": 1, "k": 1e3, "K": 1e3, "m": 1e6, "M": 1e6}[m.group(2)])
             continue
-        m = re.match(r"^# (LOST|LOST_SAMPLES) ([0-9]+)$", line)
+        m = re.match(r"^# (TOTAL|LOST|LOST_SAMPLES) ([0-9]+)$", line)
         if m:
-            out["lost"] = out["lost"] or {}
-            out["lost"][m.group(1).lower()] = int(m.group(2))
+            out["lost"] = out["lost"] or {"lost": 0, "lost_samples": 0}
+            if m.group(1) != "TOTAL":
+                out["lost"][m.group(1).lower()] = int(m.group(2))
             continue
         m = re.match(r"^# Event count \(approx\.\): ([0-9]+)", line)
         if m:  # cpu-clock counts ns: the CPU time the samples stand for
@@ -313,7 +315,7 @@ def lab_perf_profile(text, rc, hz, timeout, drives):
         out["error"] = "perf report had no samples or no event count"
         return out
     if out["lost"] is None:
-        out["error"] = "perf report --stats gave no LOST count: cannot tell whether samples were lost"
+        out["error"] = "perf report --stats printed nothing: cannot tell whether samples were lost"
         return out
     if any(out["lost"].values()):
         out["error"] = (f"perf lost records ({', '.join(f'{k} {v}' for k, v in sorted(out['lost'].items()))}): "
@@ -325,13 +327,20 @@ def lab_perf_profile(text, rc, hz, timeout, drives):
     ms_per_pct = out["sampled_ms"] / 100.0
     out["by_task"] = {t: {"pct": round(p, 2), "cpu_ms": round(p * ms_per_pct, 1)}
                       for t, p in sorted(share.items(), key=lambda kv: -kv[1]) if p >= 0.05}
-    irq = share.get(PROFILE_IRQ_TASK)
+    # perf prints percentages with two decimals: at 30K samples one sample
+    # is 0.0033%, so the IRQ threads' many small self rows mostly print as
+    # 0.00 and their sum undercounts (teardown-profile3: 0.16% against
+    # 0.67% by comm). Their inclusive total is the children value of the
+    # threads' root (kthread: every sample of theirs is below it), summed
+    # over the 32 threads in a few rows that round little.
+    irq_rows = [(c, s, f) for c, s, t, f in rows if t == PROFILE_IRQ_TASK]
+    irq = max((c for c, _, _ in irq_rows), default=0.0) or share.get(PROFILE_IRQ_TASK)
     if not irq:
         # a profile that missed the teardown (perf ended early, the yank
         # came later) says nothing about it
         out["error"] = f"no sample of a pciehp IRQ thread ({PROFILE_IRQ_TASK})"
         return out
-    funcs = sorted(((c, s, f) for c, s, t, f in rows if t == PROFILE_IRQ_TASK), key=lambda r: (-r[0], r[2]))
+    funcs = sorted(irq_rows, key=lambda r: (-r[0], r[2]))
     out["irq_thread"] = {
         "pct_of_samples": round(irq, 2), "cpu_ms": round(irq * ms_per_pct, 1),
         "functions": [{"function": f.replace("[k] ", "", 1), "children_pct": round(c / irq * 100.0, 1),
