@@ -86,22 +86,10 @@ static void canary_line(char *buf, size_t len, const char *token)
 /* Asks lab_provoke for a report of kind; the module logs the token first */
 static int provoke_write(const char *kind, const char *token)
 {
-	const char *path = hook("LABPROBE_PROVOKE", "/sys/kernel/debug/lab_provoke/provoke");
 	char rec[200];
-	int fd, n;
 
-	n = snprintf(rec, sizeof(rec), "%s %s\n", kind, token);
-	fd = open(path, O_WRONLY);
-	if (fd < 0)
-		return -errno;
-	if (write(fd, rec, (size_t)n) != n) {
-		int err = errno;
-
-		close(fd);
-		return -err;
-	}
-	close(fd);
-	return 0;
+	snprintf(rec, sizeof(rec), "%s %s\n", kind, token);
+	return write_str(hook("LABPROBE_PROVOKE", "/sys/kernel/debug/lab_provoke/provoke"), rec);
 }
 
 /* Writes the canary (or provokes its report, with a kind); the test hook's
