@@ -27,7 +27,7 @@ QEMU_BUILD = str(REPO / "lab/tools/qemu-build")
 TIMEOUT_US = 20000
 # each property's default keeps Debian's QEMU behaviour
 PROPS = {"x-dllsc": "false", "x-surprise-removal": "false", "x-completion-timeout-us": "-1",
-         "x-attn-button": "true", "x-pm": "false", "x-dpc": "false"}
+         "x-attn-button": "true", "x-pm": "false", "x-dpc": "false", "x-power-off-keeps-card": "false"}
 
 
 @pytest.fixture(scope="session")
