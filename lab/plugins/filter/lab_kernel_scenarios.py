@@ -1,5 +1,5 @@
 """Filters of the scenarios that show the kernel series' patches stock vs
-patched: sleep-replacement (0005) and aer-reset-storm (0003)."""
+patched: sleep-replacement (0003-0004) and aer-reset-storm (0005-0007)."""
 
 import json
 import os
@@ -174,7 +174,7 @@ def lab_aer_storm_metrics(reports):
         "lost_removal_rate": round(lost / yanks, 3) if yanks else None,
         # resets of a slot whose drive stayed, taken for a removal
         "spurious_teardowns": spurious,
-        # the rounds that test what patch 0003 is about: the yank landed in the reset
+        # the rounds that test what patch 0006 is about: the yank landed in the reset
         "yanks_in_reset": len(in_reset),
         "lost_in_reset": sum(1 for x in in_reset if x.get("lost_removal")),
         "per_round": [{k: x.get(k) for k in ("round", "kind", "ok", "lost_removal", "spurious_teardown", "in_reset",
