@@ -128,9 +128,12 @@ def lab_aer_storm_round(rep, round_no, kind, slot_a, slot_b, view_result, clean_
     # A kept drive's slot must not go through a removal: pciehp logging a
     # link or presence loss of A in a round without a yank at A means the
     # reset's own link flap was taken for a hot-unplug (the drive may come
-    # back by itself, same serial, so the view alone does not show it)
+    # back by itself, same serial, so the view alone does not show it).
+    # "Slot(N): Link Down/Up ignored" is patched 0006 dropping the reset's
+    # changes (upstream's pciehp_ignore_link_change()), not a teardown.
     flap = [line for line in view.get("log") or []
-            if f"Slot({slot_a}): Link Down" in line or f"Slot({slot_a}): Card not present" in line]
+            if (f"Slot({slot_a}): Link Down" in line and "Link Down/Up ignored" not in line)
+            or f"Slot({slot_a}): Card not present" in line]
     if kind != "yank-same" and flap:
         findings.insert(0, {
             "kind": "reset",
