@@ -73,7 +73,8 @@ def lab_sleep_replacement_report(rep, slot, add_result, view_result):
         "after_wake": after,
         "re_enumerated": bool(view.get("checks")) and not kept_old and after.get("nvme_serial") == new.get("serial"),
         "kept_old_device": bool(kept_old),
-        "replacement_logged": any(re.search(r"replaced|Replaced device", line) for line in log),
+        # upstream logs the detection at debug level only (dynamic debug)
+        "replacement_logged": any(re.search(r"device replaced during system sleep", line) for line in log),
         "view_seconds": view.get("seconds"),
         "view_looks": view.get("looks"),
     }
