@@ -389,7 +389,8 @@ def test_log_window_adds_what_only_the_close_found_and_fails_the_record():
     rec = {"name": "storm", "status": "pass", "failures": 0, "iterations": 2, "findings": []}
     r = lab_results.lab_log_window_merge(rec, *_window_steps([]))
     assert r["status"] == "pass" and r["findings"] == []
-    assert r["log_window"] == {"since_seq": 12, "scans": 3, "unscanned_records": 40, "restarted": False}
+    assert r["log_window"] == {"since_seq": 12, "scans": 3, "unscanned_records": 40, "restarted": False,
+                               "lockdep": [None, None]}
     r = lab_results.lab_log_window_merge(rec, *_window_steps([warn]))
     assert r["status"] == "fail" and r["failures"] == 1 and r["findings"] == [warn]
     had = dict(rec, status="fail", failures=1, findings=[bug])
@@ -397,6 +398,35 @@ def test_log_window_adds_what_only_the_close_found_and_fails_the_record():
     assert r["findings"] == [bug, warn] and r["failures"] == 1
     r = lab_results.lab_log_window_merge(dict(rec, status="skip"), *_window_steps([warn]))
     assert r["status"] == "fail"
+
+
+def _lockdep_window(start_state, end_state, end_findings=()):
+    start, end = _window_steps(list(end_findings))
+    st, en = json.loads(start["stdout"]), json.loads(end["stdout"])
+    st["lockdep"], en["lockdep"] = start_state, end_state
+    return dict(start, stdout=json.dumps(st)), dict(end, stdout=json.dumps(en))
+
+
+def test_a_window_lockdep_was_off_in_fails_its_record():
+    """On a lockdep kernel a scenario whose window lockdep was off in
+    checked no locking: off at the start, or switched off inside the window
+    with no kernel report to explain it, is a finding (lockdep-off); off
+    after lockdep's own report is that report alone; a kernel without
+    lockdep (null) or a window it stayed on in is clean."""
+    rec = {"name": "storm", "status": "pass", "failures": 0, "iterations": 1, "findings": []}
+    for states in ((None, None), ("on", "on")):
+        r = lab_results.lab_log_window_merge(rec, *_lockdep_window(*states))
+        assert r["status"] == "pass" and r["findings"] == [], states
+    r = lab_results.lab_log_window_merge(rec, *_lockdep_window("off", "off"))
+    assert r["status"] == "fail" and [f["kind"] for f in r["findings"]] == ["lockdep-off"]
+    assert "off when the scenario started" in r["findings"][0]["line"]
+    r = lab_results.lab_log_window_merge(rec, *_lockdep_window("on", "off"))
+    assert r["status"] == "fail" and [f["kind"] for f in r["findings"]] == ["lockdep-off"]
+    assert "switched itself off inside" in r["findings"][0]["line"]
+    splat = {"kind": "lockdep", "line": "WARNING: possible circular locking dependency detected", "time": 228.2}
+    r = lab_results.lab_log_window_merge(rec, *_lockdep_window("on", "off", [splat]))
+    assert r["status"] == "fail" and r["findings"] == [splat]
+    assert r["log_window"]["lockdep"] == ["on", "off"]
 
 
 def test_log_window_that_could_not_be_read_is_no_clean_window():

@@ -244,3 +244,15 @@ def test_debug_variant_has_its_own_key_and_leaves_stock_and_patched_keys(tmp_pat
     assert {v: key_of(inside, v) for v in ("stock", "patched")} == {v: keys[v] for v in ("stock", "patched")}
     assert key_of(inside, "debug") != keys["debug"]
     assert all(key_of(outside, v) != keys[v] for v in keys)
+
+
+@pytest.mark.parametrize("tool", ["kernel-build", "qemu-build"])
+def test_a_build_tool_without_apply_series_beside_it_refuses(tmp_path, tool):
+    """apply-series is part of both build keys: a tool copied away from it
+    must stop, not hash a missing file into a key that silently differs."""
+    script = tmp_path / tool
+    shutil.copy2(REPO / "lab/tools" / tool, script)
+    args = ["--variant", "patched"] if tool == "kernel-build" else []
+    r = subprocess.run([str(script), *args, "--repo", str(REPO), "--key-only"],
+                       text=True, capture_output=True, timeout=60)
+    assert r.returncode == 1 and "apply-series is missing" in r.stderr, (r.returncode, r.stderr)

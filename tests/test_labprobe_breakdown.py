@@ -93,7 +93,7 @@ def switch(cpu, ts, prev, prev_pid, nxt, next_pid):
 
 
 def collect(labprobe, tmp_path, slots, trace, probes=None, threads=(), profile=None, gone=None,
-            window=None, ok=True):
+            window=None, ok=True, tracepoints=False):
     """collect on the trace; ok=True: it must pass, False: it must fail
     (exit 1 with a report), None: the finished process is returned."""
     for s in slots:
@@ -101,7 +101,7 @@ def collect(labprobe, tmp_path, slots, trace, probes=None, threads=(), profile=N
             "the test's bus numbers exist on this host"
     placed = {p: "ok" for p in HOTPLUG_PROBES + BD_PROBES}
     placed.update(probes or {})
-    state = {"slots": slots, "kmsg_seq": 0, "tracepoints": False, "probes": placed, "armed_at": 99.0,
+    state = {"slots": slots, "kmsg_seq": 0, "tracepoints": tracepoints, "probes": placed, "armed_at": 99.0,
              "breakdown": {"threads": list(threads)}}
     if window is not None:
         state["cpu_window"] = window
@@ -174,6 +174,35 @@ def test_breakdown_of_a_locked_and_an_early_unbind(labprobe, tmp_path):
     # the existing timeline is untouched
     assert by["1"]["ms"]["unbind_start"] == approx(3.1) and by["1"]["ms"]["pci_removed"] == approx(20.5)
     (tmp_path / "example.json").write_text(json.dumps(b1, indent=1))
+
+
+def test_handled_tracepoint_lies_in_its_kprobe_span(labprobe, tmp_path):
+    """The series' "handled" tracepoint comes after the handler's kprobe,
+    its state_lock and two log lines, which a debug kernel or a loaded host
+    stretches over ms (debug-rescan1: 5.142 ms): it agrees while it lies
+    between that kprobe and the slot's disconnected kprobe, and disagrees by
+    how far it lies outside (a tracepoint of another slot's thread, say)."""
+    def tp(comm, pid, ts, event, name):
+        return line(comm, pid, ts, event, f" slot={name} port=0000:00:0{name}.0")
+
+    trace = [line("<idle>", 0, 100.0, "lp_isr", " irq=24"), line("<idle>", 0, 100.0, "lp_isr", " irq=25")]
+    for name, irq, bus, t in (("1", 24, 0xe1, 100.001), ("2", 25, 0xe2, 100.002)):
+        comm, pid = f"irq/{irq}-pciehp", 300 + irq
+        trace += slot_teardown(comm, pid, bus, t)
+        trace += [tp("<idle>", 0, t - 0.0005, "pciehp_slot_event", name),
+                  line(comm, pid, t + 0.0004, "lp_disc")]
+        # slot 1: 0.3 ms after the handler's entry, before its disconnected kprobe (0.4 ms)
+        # slot 2: 7.6 ms after its disconnected kprobe
+        trace += [tp(comm, pid, t + (0.0003 if name == "1" else 0.008), "pciehp_slot_disable_begin", name),
+                  tp(comm, pid, t + 0.00041, "pciehp_dev_disconnected", name)]
+    rep, _ = collect(labprobe, tmp_path, [slot("1", 0xe1, [24]), slot("2", 0xe2, [25])], sorted(
+        trace, key=lambda x: float(x.split("]")[1].split()[1].rstrip(":"))), tracepoints=True)
+    assert rep["method_disagreement_ms"]["handled"] == approx(7.6)
+    assert rep["method_disagreement_ms"]["disconnected"] == approx(0.01)
+    rep, _ = collect(labprobe, tmp_path, [slot("1", 0xe1, [24])],
+                     [x for x in trace if "irq=25" not in x and "slot=2" not in x and "irq/25" not in x],
+                     tracepoints=True, gone="1")
+    assert rep["method_disagreement_ms"]["handled"] == 0
 
 
 def test_probes_not_placed_give_nulls(labprobe, tmp_path):

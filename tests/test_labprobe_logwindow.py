@@ -22,7 +22,8 @@ class Guest:
     def __init__(self, labprobe, tmp_path):
         self.labprobe, self.kmsg, self.boot = labprobe, tmp_path / "kmsg", tmp_path / "boot_id"
         self.env = dict(os.environ, LABPROBE_KMSG=str(self.kmsg), LABPROBE_BOOT_ID=str(self.boot),
-                        LABPROBE_LOG_STATE=str(tmp_path / "state"))
+                        LABPROBE_LOG_STATE=str(tmp_path / "state"),
+                        LABPROBE_LOCKDEP_STATS=str(tmp_path / "no-lockdep_stats"))
         self.kmsg.write_text("")
         self.boot.write_text("boot-1\n")
         self.seq = 0
@@ -72,6 +73,26 @@ def test_end_scans_only_what_no_scan_covered(labprobe, tmp_path):
     rc, start, _ = g.probe("log-window", "start")
     rc, end, _ = g.probe("log-window", "end", "--since-seq", str(start["since_seq"]), "--boot-id", "boot-1")
     assert rc == 0 and end["findings"] == [] and end["unscanned_records"] == 0
+
+
+@pytest.mark.parametrize("stats, state", [
+    (None, None),
+    (" lock-classes:                         1612 [max: 8192]\n debug_locks:                            1\n", "on"),
+    (" lock-classes:                         1612 [max: 8192]\n debug_locks:                            0\n", "off"),
+    (" lock-classes:                         1612 [max: 8192]\n", None),
+])
+def test_both_ends_say_whether_lockdep_is_on(labprobe, tmp_path, stats, state):
+    """/proc/lockdep_stats' debug_locks (a stand-in file): "on", "off", or
+    null on a kernel without lockdep (no file) or without the line."""
+    g = Guest(labprobe, tmp_path)
+    g.env["LABPROBE_LOCKDEP_STATS"] = str(tmp_path / "lockdep_stats")
+    if stats is not None:
+        (tmp_path / "lockdep_stats").write_text(stats)
+    g.log("Linux version 6.1.0-labtest")
+    rc, start, _ = g.probe("log-window", "start")
+    assert rc == 0 and start["lockdep"] == state
+    rc, end, _ = g.probe("log-window", "end", "--since-seq", str(start["since_seq"]), "--boot-id", "boot-1")
+    assert rc == 0 and end["lockdep"] == state
 
 
 def test_a_clean_window_with_its_gaps_scanned_is_clean(labprobe, tmp_path):

@@ -555,10 +555,29 @@ def lab_log_window_merge(record, start, end, canary_at=None):
         new.append({"kind": "probe-error", "line": f"log-window end failed (exit {(end or {}).get('rc')}): "
                     f"{en.get('error') or 'no finding said why'}", "context": []})
     rec["log_window"] = {"since_seq": (st or {}).get("since_seq"), "scans": en.get("scans"),
-                         "unscanned_records": en.get("unscanned_records"), "restarted": en.get("restarted")}
+                         "unscanned_records": en.get("unscanned_records"), "restarted": en.get("restarted"),
+                         "lockdep": [(st or {}).get("lockdep"), en.get("lockdep")]}
     if canary_at:
         rec["log_window"]["canary"] = dict(en.get("canary") or {}, at_scan=int(canary_at))
+    new += _lockdep_off_findings(st or {}, en, list(rec.get("findings") or []) + new + list(en.get("findings") or []))
     return add_findings(rec, new + list(en.get("findings") or []))
+
+
+def _lockdep_off_findings(start, end, findings):
+    """A window on a lockdep kernel (log-window's "lockdep": "on"/"off";
+    None without lockdep) that lockdep was off in checked no locking: off
+    at the start (an earlier report of the boot: tasks/scenario-run.yml
+    restarts the VM first, so this means the restart did not bring it
+    back), or switched off inside the window with no kernel report among
+    the findings that would explain it (a kernel-log finding, which has a
+    time: lockdep's own report, or one that taints the kernel)."""
+    if start.get("lockdep") == "off":
+        return [{"kind": "lockdep-off", "line": "lockdep was off when the scenario started: its locking went "
+                 "unchecked (an earlier report or taint of this boot switched it off)", "context": []}]
+    if start.get("lockdep") == "on" and end.get("lockdep") == "off" and not any("time" in f for f in findings):
+        return [{"kind": "lockdep-off", "line": "lockdep switched itself off inside the scenario's window "
+                 "without a kernel report the lab recognised: the rest of the window went unchecked", "context": []}]
+    return []
 
 
 class FilterModule:

@@ -29,6 +29,11 @@
  * debugfs file; the scenario must then fail with a finding of that kind,
  * which shows that the gate's pattern matches what the kernel prints.
  *
+ * Both print "lockdep": "on" or "off" on a kernel with lockdep
+ * (/proc/lockdep_stats' debug_locks), null without: lockdep turns itself
+ * off for the rest of the boot after its first report or a kernel taint,
+ * and a window it was off in checked no locking (lab_log_window_merge).
+ *
  * Scans are noted only between start and end. State: LABPROBE_LOG_STATE=DIR
  * (tests), else /run/labprobe-log; /run is emptied at boot, so a restart
  * forgets the scans of the earlier boot. */
@@ -86,22 +91,10 @@ static void canary_line(char *buf, size_t len, const char *token)
 /* Asks lab_provoke for a report of kind; the module logs the token first */
 static int provoke_write(const char *kind, const char *token)
 {
-	const char *path = hook("LABPROBE_PROVOKE", "/sys/kernel/debug/lab_provoke/provoke");
 	char rec[200];
-	int fd, n;
 
-	n = snprintf(rec, sizeof(rec), "%s %s\n", kind, token);
-	fd = open(path, O_WRONLY);
-	if (fd < 0)
-		return -errno;
-	if (write(fd, rec, (size_t)n) != n) {
-		int err = errno;
-
-		close(fd);
-		return -err;
-	}
-	close(fd);
-	return 0;
+	snprintf(rec, sizeof(rec), "%s %s\n", kind, token);
+	return write_str(hook("LABPROBE_PROVOKE", "/sys/kernel/debug/lab_provoke/provoke"), rec);
 }
 
 /* Writes the canary (or provokes its report, with a kind); the test hook's
@@ -216,6 +209,27 @@ void log_window_scanned(unsigned long long from, unsigned long long to)
 	}
 }
 
+/* "on" or "off" as /proc/lockdep_stats' debug_locks says, NULL (JSON
+ * null) on a kernel without lockdep or when the line is missing */
+static struct json_object *lockdep_state_json(void)
+{
+	FILE *f = fopen(hook("LABPROBE_LOCKDEP_STATS", "/proc/lockdep_stats"), "r");
+	char line[200];
+	int on = -1;
+
+	while (f && on < 0 && fgets(line, sizeof(line), f)) {
+		const char *p = line;
+
+		while (*p == ' ')
+			p++;
+		if (!strncmp(p, "debug_locks:", 12))
+			on = atoi(p + 12) != 0;
+	}
+	if (f)
+		fclose(f);
+	return on < 0 ? NULL : json_object_new_string(on ? "on" : "off");
+}
+
 static int start(int argc, char **argv, struct json_object *out)
 {
 	enum { OPT_CANARY = OPT_FIRST, OPT_TOKEN, OPT_PROVOKE };
@@ -293,6 +307,7 @@ static int start(int argc, char **argv, struct json_object *out)
 	boot_id(bid, sizeof(bid));
 	json_object_object_add(out, "since_seq", seq);
 	json_object_object_add(out, "boot_id", json_object_new_string(bid));
+	json_object_object_add(out, "lockdep", lockdep_state_json());
 	return seq ? 0 : 1;
 }
 
@@ -377,6 +392,7 @@ static int end(int argc, char **argv, struct json_object *out)
 	free(r);
 	json_object_object_add(out, "restarted", json_object_new_boolean(restarted));
 	json_object_object_add(out, "scans", json_object_new_int(nr));
+	json_object_object_add(out, "lockdep", lockdep_state_json());
 	if (want[0]) {
 		canary = json_object_new_object();
 		json_object_object_add(canary, "fired_at", canary_fired_at(want, line, sizeof(line)) ?
