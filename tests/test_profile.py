@@ -45,6 +45,19 @@ def test_bad_profile_is_refused_before_anything_is_created(extra, needle):
     assert not list((STATE_DIR / "vms").glob(prefix + "*"))
 
 
+def test_a_rerun_without_the_running_vms_is_refused_before_anything_is_created():
+    """lab_rerun keeps the VMs of the last run: with none of this prefix
+    running the run stops in validation, naming the VM and what to do."""
+    prefix = tagged("pciehp-norerun")
+    r = playbook("lab_rerun=true", "lab_name_prefix=" + prefix, "lab_run_id=" + tagged("test-norerun"))
+    assert r.returncode != 0
+    assert f"lab_rerun: VM {prefix}-1 is not there" in r.stdout, r.stdout[-3000:]
+    assert "run without lab_rerun=true" in r.stdout
+    assert "PLAY [Set up the hypervisor hosts]" not in r.stdout, "refusal came after host setup began"
+    assert not [d for d in domains() if d.startswith(prefix)]
+    assert not list((STATE_DIR / "vms").glob(prefix + "*"))
+
+
 # --- presets (profiles/*.yml) -------------------------------------------------
 
 PRESETS = sorted((REPO / "profiles").glob("*.yml"))

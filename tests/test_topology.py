@@ -174,3 +174,14 @@ def test_device_xml_for_hand_use_is_valid():
     for path in (REPO / "domains/devices").glob("*.xml"):
         r = run(["xmllint", "--noout", str(path)])
         assert r.returncode == 0, f"{path}: {r.stderr}"
+
+
+def test_domain_difference_names_the_first_line_that_differs():
+    """lab_rerun refuses a kept VM whose domain was defined from other XML
+    (roles/vm/tasks/keep.yml): the first differing line, both sides."""
+    want = "<domain>\n  <memory unit='MiB'>1024</memory>\n</domain>\n"
+    assert lab_topology.lab_domain_difference(want, want) == ""
+    assert lab_topology.lab_domain_difference(want, want.replace("1024", "2048")) == \
+        "line 2: wants <memory unit='MiB'>1024</memory>, defined with <memory unit='MiB'>2048</memory>"
+    assert lab_topology.lab_domain_difference(want + "<x/>", want) == "line 4: wants <x/>, defined with nothing"
+    assert "defined before lab_rerun existed" in lab_topology.lab_domain_difference(want, None)

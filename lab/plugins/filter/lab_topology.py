@@ -358,6 +358,22 @@ def lab_acpi_ports(slot_map):
     return [s for s in slot_map if s.get("firmware", "plain") != "plain"]
 
 
+def lab_domain_difference(want, had):
+    """Where a kept VM's domain XML (had: the text it was defined from, or
+    None) differs from the one a profile renders now (want): "" when they
+    are the same, else "line N: wants ..., defined with ..." (lab_rerun,
+    roles/vm/tasks/keep.yml)."""
+    if had is None:
+        return "the VM's directory has no domain.xml: it was defined before lab_rerun existed"
+    w, h = want.splitlines(), had.splitlines()
+    for n in range(max(len(w), len(h))):
+        a = w[n].strip() if n < len(w) else "nothing"
+        b = h[n].strip() if n < len(h) else "nothing"
+        if a != b:
+            return f"line {n + 1}: wants {a}, defined with {b}"
+    return ""
+
+
 class FilterModule:
     def filters(self):
         return {
@@ -366,4 +382,5 @@ class FilterModule:
             "lab_jbof_map": lab_jbof_map,
             "lab_acpi_ports": lab_acpi_ports,
             "lab_vm_variant": lab_vm_variant,
+            "lab_domain_difference": lab_domain_difference,
         }
