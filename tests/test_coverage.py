@@ -11,7 +11,7 @@ from conftest import REPO
 # scenarios as bad input or as filter data)
 BOOTING = ["conftest.py", "test_fidelity.py", "test_jbof.py", "test_runtime_pm_vm.py", "test_converge.py",
            "test_scale.py", "test_firmware.py", "test_canary.py"]
-# in no booted test yet; the kernel evidence for patches 0003 and 0005 comes
+# in no booted test yet; the kernel evidence for patches 0003-0007 comes
 # from runs of profiles/series-ab.yml and is checked without a VM in
 # tests/test_kernel_scenarios.py
 KNOWN_UNCOVERED = {"aer-reset-storm", "sleep-replacement"}

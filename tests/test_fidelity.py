@@ -27,7 +27,7 @@ QEMU_BUILD = str(REPO / "lab/tools/qemu-build")
 TIMEOUT_US = 20000
 # each property's default keeps Debian's QEMU behaviour
 PROPS = {"x-dllsc": "false", "x-surprise-removal": "false", "x-completion-timeout-us": "-1",
-         "x-attn-button": "true", "x-pm": "false", "x-dpc": "false"}
+         "x-attn-button": "true", "x-pm": "false", "x-dpc": "false", "x-power-off-keeps-card": "false"}
 
 
 @pytest.fixture(scope="session")
@@ -111,7 +111,7 @@ def test_the_domain_runs_the_lab_qemu(fidelity_vm):
 
 def test_dpc_contains_each_yank_and_the_series_leaves_it_to_pciehp(fidelity_vm):
     # qemu 0007: every yank is a Surprise Down its root port contains;
-    # kernel 0007: the DPC driver releases the port without error recovery
+    # kernel 0010: the DPC driver releases the port without error recovery
     rec = {r["name"]: r for r in fidelity_vm.summary["scenarios"]}["dpc-surprise-down"]
     assert rec["status"] == "pass", json.dumps(rec)[:3000]
     hits = rec["metrics"]["dpc_kprobe_hits"]
@@ -174,7 +174,7 @@ def test_stock_qemu_reads_nothing_as_zero(lab_vm):
 
 
 def test_debug_keep_connected_leaves_devices_unmarked(fidelity_vm):
-    # kernel 0004's switch, seen through 0002's pciehp_dev_disconnected; and
+    # kernel 0008's switch, seen through 0002's pciehp_dev_disconnected; and
     # 0001's upstream pci_hp_event reports the yank whatever the switch says
     vm = fidelity_vm
     ev = "/sys/kernel/tracing/events/pci_hotplug/pciehp_dev_disconnected"
@@ -202,7 +202,7 @@ def test_debug_keep_connected_leaves_devices_unmarked(fidelity_vm):
 
 
 def test_patched_kernel_reads_no_removed_drive(fidelity_vm):
-    # kernel 0008: after pciehp marks a yanked drive disconnected nothing
+    # kernel 0011: after pciehp marks a yanked drive disconnected nothing
     # reads it; QEMU counted every read that reached the removed drives of
     # each bulk yank (4 drives, 20 ms completion timeout): a count, not a time
     rec = {r["name"]: r for r in fidelity_vm.summary["scenarios"]}["bulk-surprise-removal"]

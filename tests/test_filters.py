@@ -349,7 +349,7 @@ def test_breakdown_says_how_far_t_is_from_each_cpu_floor():
 
 
 def test_stock_expects_free_irqs_msix_reads_and_nothing_else_of_a_removed_drive():
-    """Stock's absent-read entries (fixed by 0008) take the reads that
+    """Stock's absent-read entries (fixed by 0011) take the reads that
     pci_msi_mask_irq makes of removed drives, as run lightning-ab2 recorded
     them; a read from any other function still fails."""
     import yaml

@@ -48,7 +48,7 @@ def test_help(hpslot):
     assert r.returncode == 0
     for word in ("status", "remove --orderly", "remove --surprise", "add", "exit status"):
         assert word in r.stdout
-    for cmd, words in {"status": ("ECAM", "PDS"), "remove": ("0xCF8", "--cancel", "--wait-guest"),
+    for cmd, words in {"status": ("ECAM", "PDS"), "remove": ("0xCF8", "--cancel", "--wait-guest", "--when-reset", "x-sbr-count"),
                        "add": ("--serial", "null-co", "--wait"),
                        "absent": ("x-absent-reads", "--reset", "no lock")}.items():
         r = run([hpslot, cmd, "--help"])
@@ -75,6 +75,10 @@ def test_help(hpslot):
     (["absent"], "no DOMAIN"),
     (["absent", "dom", "--surprise"], "does not go with `hpslot absent`"),
     (["status", "dom", "--reset"], "--reset belongs to `hpslot absent`"),
+    (["remove", "--surprise", "--when-reset", "5000", "dom", "3", "4"], "--when-reset goes with remove --surprise of "
+     "exactly one SLOT"),
+    (["remove", "--surprise", "--after-reset-ms", "5", "dom", "3"], "--after-reset-ms goes with --when-reset"),
+    (["remove", "--surprise", "--when-reset", "5000", "--when-masked", "5000", "dom", "3"], "exclude each other"),
 ])
 def test_usage_errors(hpslot, args, message):
     r = run([hpslot, *args])

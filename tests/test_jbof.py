@@ -159,7 +159,7 @@ def test_jbof_scenarios_pass_with_their_removal_times():
     for name in ("smoke", "jbof-drive-removal"):
         assert records[name]["status"] == "pass", json.dumps(records[name], indent=1)[:8000]
         assert records[name]["findings"] == []
-    # the patched kernel (patch 0006) has no expected failure here: the
+    # the patched kernel (patch 0009) has no expected failure here: the
     # 1 s Command Completed wait of stock is gone, every yank passes
     for name in ("jbof-yank", "jbof-concurrent"):
         rec = records[name]

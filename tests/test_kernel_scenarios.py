@@ -20,7 +20,7 @@ def view(serial, ids, live_ids, checks):
                                             "class": "0x010802", "live_class": "0x010802", "driver": "nvme"}],
                        "nvme": [{"name": "nvme0", "serial": serial, "state": "live"}], "namespace": "nvme0n1"}],
             "checks": checks, "seconds": 0.4, "looks": 3,
-            "log": ["[12.0] pcieport 0000:00:02.0: pciehp: Slot(1): Device 0000:01:00.0 replaced: was ..."]}
+            "log": ["[12.0] pcieport 0000:00:02.0: pciehp: device replaced during system sleep"]}
 
 
 ADD = {"slots": [{"slot": 1, "serial": "lab1-s1-g1", "node": "sleep-s1-1"}]}
@@ -133,7 +133,29 @@ def test_aer_storm_counts_the_yanks_that_landed_in_the_reset():
     assert [r["round"]["in_reset"] for r in rounds] == [True, True, False]
     m = lks.lab_aer_storm_metrics(rounds)
     assert m["yanks_in_reset"] == 2 and m["lost_in_reset"] == 1 and m["lost_removals"] == 1
-    assert m["per_round"][0]["mask_seen_after_ms"] == 412.0
+    assert m["per_round"][0]["mask_seen_after_ms"] == 412.0 and m["per_round"][0]["trigger"] == "when-masked"
+
+
+def test_aer_storm_yank_timed_on_the_ports_reset_count():
+    # the fidelity QEMU: hpslot remove --when-reset (qemu 0011's x-sbr-count)
+    def yank(view_serial, ok, in_reset, max_ms):
+        steps = storm_steps(storm_view(view_serial, ok), ok)
+        steps["steps"]["act"] = {"when_reset": {"reset": True, "count_before": 3, "count_at_reset": 4,
+                                                "waited_ms": 3210.5, "count_at_yank": 4,
+                                                "reset_to_yank_max_ms": max_ms, "in_reset": in_reset}}
+        return lks.lab_aer_storm_round(steps, 1, "yank-same", 1, 2, {"rc": 0 if ok else 1},
+                                       {"skipped": True} if ok else {"rc": 0})
+    rounds = [yank(None, True, True, 24.1), yank("lab1-s1-g0", False, True, 25.0), yank(None, True, False, 140.2)]
+    assert [r["round"]["in_reset"] for r in rounds] == [True, True, False]
+    assert {r["round"]["trigger"] for r in rounds} == {"when-reset"}
+    m = lks.lab_aer_storm_metrics(rounds)
+    assert m["yanks_in_reset"] == 2 and m["lost_in_reset"] == 1 and m["lost_removals"] == 1
+    assert m["per_round"][0]["reset_seen_after_ms"] == 3210.5 and m["per_round"][0]["reset_to_yank_max_ms"] == 24.1
+    assert m["per_round"][0]["mask_seen_after_ms"] is None
+    # a kept round has no trigger
+    kept = lks.lab_aer_storm_round(storm_steps(storm_view("lab1-s1-g0", True), True), 0, "kept", 1, 2, {"rc": 0},
+                                   {"skipped": True})
+    assert kept["round"]["trigger"] is None and kept["round"]["in_reset"] is None
 
 
 def test_aer_storm_kept_drive_torn_down_by_its_own_reset_is_a_finding():
@@ -147,3 +169,11 @@ def test_aer_storm_kept_drive_torn_down_by_its_own_reset_is_a_finding():
     expected = yaml.safe_load((REPO / "kernel/expected-failures/stock.yml").read_text())
     record = {"name": "aer-reset-storm", "status": "fail", "findings": rep["findings"]}
     assert lab_results.lab_apply_expected([record], expected)[0]["status"] == "xfail"
+
+
+def test_aer_storm_reset_changes_ignored_by_patched_are_no_teardown():
+    # kernel 0006 (upstream 2af781a9edc4) logs the reset's link flap it drops
+    v = storm_view("lab1-s1-g0", True)
+    v["log"] = ["[5.1] pcieport 0000:00:02.0: pciehp: Slot(1): Link Down/Up ignored"]
+    rep = lks.lab_aer_storm_round(storm_steps(v, True), 0, "kept", 1, 2, {"rc": 0}, {"skipped": True})
+    assert rep["ok"] and not rep["round"]["spurious_teardown"] and not rep["findings"]

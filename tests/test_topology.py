@@ -30,7 +30,7 @@ PROFILES = {
 QEMU_NS = "{http://libvirt.org/schemas/domain/qemu/1.0}"
 
 
-def render(name, overrides, tmp):
+def render(name, overrides, tmp, vm_extra=None):
     profile = lab_topology.lab_validate_profile({**DEFAULTS, **overrides}, ["smoke"])
     slots = lab_topology.lab_slot_map(profile, 1)
     jbofs = lab_topology.lab_jbof_map(profile, 1)
@@ -38,8 +38,11 @@ def render(name, overrides, tmp):
         (tmp / f).write_bytes(b"")
     vm = {"name": tagged(f"topology-test-{name}"), "index": 1, "run_id": "test", "variant": "patched",
           "dir": str(tmp), "kernel": str(tmp / "vmlinuz"), "initrd": "", "cmdline": "root=/dev/vda",
-          "slots": slots, "jbofs": jbofs, "memory_mib": 256, "vcpus": 1, "emulator": "/usr/bin/qemu-system-x86_64"}
+          "slots": slots, "jbofs": jbofs, "memory_mib": 256, "vcpus": 1, "emulator": "/usr/bin/qemu-system-x86_64",
+          **(vm_extra or {})}
     env = domain_env()
+    # Ansible's bool filter, which the fidelity part of the template uses
+    env.filters["bool"] = lambda v: v if isinstance(v, bool) else str(v).strip().lower() in ("1", "true", "yes", "on")
     xml = env.get_template("lab-vm.xml.j2").render(vm=vm)
     path = tmp / "domain.xml"
     path.write_text(xml)
@@ -83,6 +86,34 @@ def test_rendered_xml_is_valid_and_consistent(name, tmp_path):
     # every function>0 port sits on a device whose function 0 is multifunction
     multi = {s["bus0_device"] for s in roots if s["multifunction"]}
     assert {s["bus0_device"] for s in roots if s["bus0_function"] > 0} <= multi
+
+
+def frontend_props(root):
+    """alias -> {property name: value} of each <qemu:device> override"""
+    return {d.get("alias"): {p.get("name"): p.get("value") for p in d.iter(QEMU_NS + "property")}
+            for d in root.iter(QEMU_NS + "device")}
+
+
+@pytest.mark.parametrize("platform", ["stock", "fidelity"])
+def test_fidelity_ports_keep_a_powered_off_card(platform, tmp_path):
+    """Every root port and JBOF downstream port of a fidelity VM keeps its
+    card when the guest powers the slot off (qemu 0010), as x-dllsc; Debian's
+    QEMU has no such property, and a stock VM must not name it."""
+    extra = {"platform": platform, "completion_timeout_us": 0, "attention_button": True, "dpc": False}
+    path, slots, jbofs = render(f"props-{platform}", PROFILES["jbof-2x3"], tmp_path, extra)
+    r = run(["virt-xml-validate", str(path), "domain"])
+    assert r.returncode == 0, r.stdout + r.stderr
+    props = frontend_props(ET.parse(path).getroot())
+    ports = [s["alias"] for s in slots if not s["jbof"]] + [j["root"]["alias"] for j in jbofs] + \
+        [s["alias"] for s in slots if s["jbof"]]
+    assert set(props) == set(ports)
+    assert any(s["jbof"] for s in slots)
+    for alias in ports:
+        if platform == "fidelity":
+            assert props[alias].get("x-power-off-keeps-card") == "true", (alias, props[alias])
+            assert props[alias].get("x-dllsc") == "true", (alias, props[alias])
+        else:
+            assert not any(p.startswith("x-") for p in props[alias]), (alias, props[alias])
 
 
 @pytest.mark.parametrize("name", ["default", "multifunction-32", "numbered", "jbof-2x3", "jbof-lightning"])

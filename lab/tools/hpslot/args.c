@@ -97,12 +97,13 @@ static const char remove_summary[] =
 "  remove --orderly [--cancel] [--timeout S] DOMAIN SLOT...\n"
 "                                                 attention-button removal (device_del)\n"
 "  remove --surprise [--wait-guest S] [--quiet-ms MS] [--stagger-ms MS]\n"
-"         [--when-masked MS [--after-mask-ms D]] DOMAIN SLOT...\n"
-"                                                 surprise removal of all SLOTs in one pause\n";
+"         [--when-masked MS [--after-mask-ms D] | --when-reset MS [--after-reset-ms D]]\n"
+"         DOMAIN SLOT...                          surprise removal of all SLOTs in one pause\n";
 static const char remove_help[] =
 "usage: hpslot remove --orderly [--cancel] [--timeout S] [-c URI] [--json] DOMAIN SLOT...\n"
 "       hpslot remove --surprise [--wait-guest S] [--quiet-ms MS] [--stagger-ms MS]\n"
-"                    [--when-masked MS [--after-mask-ms D]] [-c URI] [--json] DOMAIN SLOT...\n"
+"                    [--when-masked MS [--after-mask-ms D] | --when-reset MS [--after-reset-ms D]]\n"
+"                    [-c URI] [--json] DOMAIN SLOT...\n"
 "\n"
 "Every SLOT must hold a drive and the domain must be running; otherwise nothing\n"
 "is done (exit 3). Removed drives' block nodes are kept, so `hpslot add` puts\n"
@@ -175,7 +176,25 @@ static const char remove_help[] =
 "  inside the bus reset (at least 100 ms in Linux); in the pause\n"
 "  hpslot reads Slot Control again and reports whether the mask still held\n"
 "  (\"when_masked\".\"masked_at_yank\"). No mask in MS ms: nothing is\n"
-"  yanked, exit 1.\n"
+"  yanked, exit 1. Once the polling starts hpslot says so on stderr\n"
+"  (\"hpslot: slot N: Slot Control ...; waiting up to MS ms\"). Linux since 2af781a9edc4 (the lab's kernel 0006) no\n"
+"  longer masks around the reset: use --when-reset there.\n"
+"--when-reset MS (with --surprise, one SLOT; the lab's QEMU only,\n"
+"  lab_platform=fidelity, qemu/patches/0011): the yank waits, for up to MS\n"
+"  ms, until the guest asserts a Secondary Bus Reset at the slot's port\n"
+"  (Bridge Control bit 6, e.g. pciehp_reset_slot() for AER recovery), as\n"
+"  counted by the port's x-sbr-count: read with qom-get without pausing,\n"
+"  every 2 ms, until it grows. Once hpslot has the count it waits from, it\n"
+"  says so on stderr (\"hpslot: slot N: x-sbr-count C ...; waiting up to MS\n"
+"  ms\"), so a caller can start the reset after that line. The yank\n"
+"  follows --after-reset-ms D (default 20) ms later, inside the reset:\n"
+"  Linux asserts it for 2 ms and leaves the bus alone 100 ms after it.\n"
+"  In the pause hpslot reads the count again (\"count_at_yank\") and\n"
+"  reports at most how long after the reset's assertion the yank came\n"
+"  (\"reset_to_yank_max_ms\": from the last poll that still had the old\n"
+"  count) and \"in_reset\": true when that is at most 102 ms. No reset in\n"
+"  MS ms: nothing is yanked, exit 1. A QEMU without x-sbr-count (Debian's):\n"
+"  refused before anything is yanked, exit 3.\n"
 "--stagger-ms MS (with --surprise): one pause a slot, in the order given,\n"
 "  with MS ms of guest run time between them instead of one pause for all,\n"
 "  e.g. a drive in a JBOF and then, MS ms later, the JBOF's root port -- so\n"
@@ -194,6 +213,11 @@ static const char remove_help[] =
 "--json: {\"command\":\"remove\",\"mode\":\"orderly\"|\"surprise\",\"ok\":..,\"domain\":..,\n"
 "  surprise: \"paused_ms\":..,\"paused_qemu_ms\":..,\"stop_ns\":..,\"resumed_ns\":..,\n"
 "  orderly: \"timeout_s\":20,\"cancel\":false,\n"
+"  --when-masked: \"when_masked\":{\"timeout_ms\":..,\"after_mask_ms\":20,\"masked\":true,\n"
+"    \"polls\":..,\"waited_ms\":..,\"sltctl_before\":..,\"sltctl_masked\":..,\"masked_at_yank\":..},\n"
+"  --when-reset: \"when_reset\":{\"timeout_ms\":..,\"after_reset_ms\":20,\"property\":\"x-sbr-count\",\n"
+"    \"count_before\":3,\"count_at_reset\":4,\"reset\":true,\"polls\":..,\"waited_ms\":..,\n"
+"    \"count_at_yank\":4,\"reset_to_yank_max_ms\":23.4,\"in_reset\":true},\n"
 "  \"slots\":[{\"slot\":3,\"port\":\"pci.3\",\"address\":\"00:04.0\",\"device\":\"nvme-s3\",\n"
 "    \"serial\":..,\"node\":..,\"result\":\"removed\"|\"kept\"|\"timeout\"|\"failed\",\n"
 "    orderly: \"deleted_after_s\":6.3, cancel: \"cancelled\":true,\n"
@@ -392,7 +416,7 @@ enum {
 	OPT_HELP = 'h',
 	OPT_JSON = 0x100,	/* long options only from here on */
 	OPT_ORDERLY, OPT_SURPRISE, OPT_CANCEL, OPT_TIMEOUT, OPT_WAIT_GUEST, OPT_QUIET_MS, OPT_STAGGER_MS,
-	OPT_WHEN_MASKED, OPT_AFTER_MASK_MS,
+	OPT_WHEN_MASKED, OPT_AFTER_MASK_MS, OPT_WHEN_RESET, OPT_AFTER_RESET_MS,
 	OPT_SERIAL, OPT_SIZE, OPT_NODE, OPT_PROP, OPT_WAIT, OPT_FORCE,
 	OPT_DELAY_MS, OPT_SETTLE,
 	OPT_SEED, OPT_COUNT, OPT_MAX_GAP_MS, OPT_ORDERLY_PERCENT, OPT_DRY_RUN,
@@ -425,6 +449,8 @@ static const struct option remove_opts[] = {
 	{ "stagger-ms", required_argument, NULL, OPT_STAGGER_MS },
 	{ "when-masked", required_argument, NULL, OPT_WHEN_MASKED },
 	{ "after-mask-ms", required_argument, NULL, OPT_AFTER_MASK_MS },
+	{ "when-reset", required_argument, NULL, OPT_WHEN_RESET },
+	{ "after-reset-ms", required_argument, NULL, OPT_AFTER_RESET_MS },
 	OPT_END
 };
 
@@ -672,7 +698,7 @@ static enum hp_cmd command_by_name(const char *name)
 
 /* what the options said beyond hp_args */
 struct given {
-	bool timeout, wait, wait_guest, stagger, after_mask, count;
+	bool timeout, wait, wait_guest, stagger, after_mask, after_reset, count;
 };
 
 /* An option (c, its value v) into a; -1 with a message for a bad value. */
@@ -730,6 +756,11 @@ static int take_option(struct hp_args *a, struct given *g, int c, const char *v,
 	case OPT_AFTER_MASK_MS:
 		g->after_mask = true;
 		return parse_long("--after-mask-ms", v, 0, 10000, &a->after_mask_ms, "milliseconds", err, len);
+	case OPT_WHEN_RESET:
+		return parse_long("--when-reset", v, 1, 600000, &a->when_reset_ms, "milliseconds", err, len);
+	case OPT_AFTER_RESET_MS:
+		g->after_reset = true;
+		return parse_long("--after-reset-ms", v, 0, 10000, &a->after_reset_ms, "milliseconds", err, len);
 	case OPT_STAGGER_MS:
 		g->stagger = true;
 		return parse_long("--stagger-ms", v, 0, 60000, &a->stagger_ms, "milliseconds", err, len);
@@ -994,6 +1025,16 @@ int hp_parse_args(int argc, char **argv, struct hp_args *a, char *err, size_t le
 			return errf(err, len, "--after-mask-ms goes with --when-masked");
 		if (!g.after_mask)
 			a->after_mask_ms = 20;
+		if (a->when_reset_ms && (a->mode != HP_MODE_SURPRISE || a->nslots != 1))
+			return errf(err, len, "--when-reset goes with remove --surprise of exactly one SLOT");
+		if (a->when_reset_ms && a->when_masked_ms)
+			return errf(err, len, "--when-reset and --when-masked exclude each other: the yank waits "
+				    "for the port's Secondary Bus Reset (the lab's QEMU) or for the guest's mask "
+				    "of Slot Control, not both");
+		if (g.after_reset && !a->when_reset_ms)
+			return errf(err, len, "--after-reset-ms goes with --when-reset");
+		if (!g.after_reset)
+			a->after_reset_ms = 20;
 		if (a->mode == HP_MODE_ORDERLY && g.stagger)
 			return errf(err, len, "--stagger-ms goes with remove --surprise");
 		if (a->mode == HP_MODE_ORDERLY && g.wait_guest)

@@ -4,7 +4,8 @@
  * through human-monitor-command), discovers the root ports and drives at run
  * time and drives the slots: status, orderly/surprise removal, hot-add.
  *
- * regs.c and args.c are pure (no libvirt) and covered by the unit tests.
+ * regs.c, args.c, pcitree.c and sbrwait.c are pure (no libvirt) and covered by
+ * the unit tests.
  */
 #ifndef HPSLOT_H
 #define HPSLOT_H
@@ -156,6 +157,54 @@ struct hp_absent_pc {
  * format (or has more than max entries). */
 int hp_parse_absent_pcs(const char *s, struct hp_absent_pc *out, int max);
 
+/* ---- waiting for a Secondary Bus Reset (sbrwait.c; pure) ------------- */
+/* The fidelity QEMU's slot property x-sbr-count (qemu/patches/0011) counts
+ * the Secondary Bus Resets the guest asserted at the port. remove
+ * --when-reset polls it (no pause) until it grows. The monitor and the
+ * clock come in as callbacks, so the unit tests drive the loop with fakes. */
+#define HP_SBR_PROP "x-sbr-count"
+#define HP_SBR_POLL_MS 2	/* between two reads of the count */
+/* Linux asserts Secondary Bus Reset 2 ms and then leaves the bus alone
+ * for 100 ms (pci_bridge_wait_for_secondary_bus): a yank at most this long
+ * after the assertion lands inside the guest's reset. */
+#define HP_SBR_IN_RESET_MS 102
+
+struct hp_sbr_ops {
+	/* read the count: 0, or -1 with a message in err */
+	int (*read)(void *arg, unsigned long long *count, char *err, size_t len);
+	long long (*now_ns)(void *arg);		/* monotonic */
+	void (*sleep_ms)(void *arg, long ms);
+	/* called once the count to wait from is read (may be NULL) */
+	void (*ready)(void *arg, unsigned long long count);
+	void *arg;
+};
+
+enum hp_sbr_result { HP_SBR_SEEN, HP_SBR_TIMEOUT, HP_SBR_ERROR };
+
+struct hp_sbr_wait {
+	enum hp_sbr_result result;
+	unsigned long long count_before;	/* the first read */
+	unsigned long long count_last;		/* the last read (the grown count when seen) */
+	long polls;				/* reads, the first included */
+	long long t0_ns;	/* after the first read: the time limit and the wait count from here */
+	long long last_old_ns;	/* before the last read that still had count_before: the
+				 * reset was asserted after this */
+	long long seen_ns;	/* after the read that saw the count grow */
+	bool first_read;	/* the error (if any) came from the first read */
+	char err[256];
+};
+
+/* Read the count, then poll it every poll_ms until it is larger than the
+ * first read (HP_SBR_SEEN), or timeout_ms have passed since the first read
+ * (HP_SBR_TIMEOUT), or a read fails or the count goes down (HP_SBR_ERROR,
+ * w->err). Returns w->result. */
+enum hp_sbr_result hp_sbr_wait(const struct hp_sbr_ops *ops, long timeout_ms, long poll_ms, struct hp_sbr_wait *w);
+/* The most the reset's assertion can lie before yank_ns: the time since
+ * the last read that still had the old count; and whether that is within
+ * HP_SBR_IN_RESET_MS. */
+double hp_sbr_to_yank_max_ms(const struct hp_sbr_wait *w, long long yank_ns);
+bool hp_sbr_in_reset(const struct hp_sbr_wait *w, long long yank_ns);
+
 /* ---- the guest's PCI tree from query-pci (pcitree.c; pure) ------------ */
 /* KEY of O as an integer; DFLT when it is absent or not a number */
 long long hp_jint(struct json_object *o, const char *key, long long dflt);
@@ -211,6 +260,8 @@ struct hp_args {
 	long stagger_ms;	/* remove --surprise: one pause a slot, this far apart */
 	long when_masked_ms;	/* remove --surprise: wait up to this for the guest to mask the slot */
 	long after_mask_ms;	/* remove --surprise --when-masked: then wait this long */
+	long when_reset_ms;	/* remove --surprise: wait up to this for a Secondary Bus Reset of the port */
+	long after_reset_ms;	/* remove --surprise --when-reset: then wait this long */
 	/* add */
 	const char *serial;
 	long size_mib;

@@ -361,6 +361,10 @@ static int wait_masked(struct hp_args *a, struct hp_out *o, struct hp_ctx *h, st
 			"for a mask to turn off; nothing yanked", p->slot, ctl0);
 		return HP_EXIT_REFUSED;
 	}
+	/* as --when-reset's: the caller may start the reset from here on */
+	fprintf(stderr, "hpslot: slot %d: Slot Control 0x%04x at port %s; waiting up to %ld ms for the guest to "
+		"mask it\n", p->slot, ctl0, p->id, a->when_masked_ms);
+	fflush(stderr);
 	for (;;) {
 		if (hp_port_read_regs(h, t, p, err, sizeof(err))) {
 			hp_fail(o, "--when-masked: %s; nothing yanked", err);
@@ -396,6 +400,121 @@ static int wait_masked(struct hp_args *a, struct hp_out *o, struct hp_ctx *h, st
 	return 0;
 }
 
+/* --when-reset: the port's x-sbr-count (qemu/patches/0011) through qom-get,
+ * with the domain running */
+struct sbr_ctx {
+	struct hp_ctx *h;
+	const struct hp_port *p;
+	long timeout_ms;
+};
+
+static int sbr_read(void *arg, unsigned long long *count, char *err, size_t len)
+{
+	struct sbr_ctx *c = arg;
+	struct json_object *a = json_object_new_object(), *r = NULL;
+
+	json_object_object_add(a, "path", json_object_new_string(c->p->path));
+	json_object_object_add(a, "property", json_object_new_string(HP_SBR_PROP));
+	if (hp_qmp(c->h, "qom-get", a, &r, err, len))
+		return -1;
+	if (!json_object_is_type(r, json_type_int) || json_object_get_int64(r) < 0) {
+		snprintf(err, len, "qom-get %s %s: not a count: %s", c->p->path, HP_SBR_PROP,
+			 json_object_to_json_string(r));
+		json_object_put(r);
+		return -1;
+	}
+	*count = (unsigned long long)json_object_get_int64(r);
+	json_object_put(r);
+	return 0;
+}
+
+static long long sbr_now(void *arg)
+{
+	(void)arg;
+	return hp_mono_ns();
+}
+
+static void sbr_sleep(void *arg, long ms)
+{
+	(void)arg;
+	hp_sleep(ms / 1000.0);
+}
+
+/* on stderr whatever the output mode: a caller that starts the reset waits
+ * for this line, so the count is not read after the reset */
+static void sbr_ready(void *arg, unsigned long long count)
+{
+	struct sbr_ctx *c = arg;
+
+	fprintf(stderr, "hpslot: slot %d: %s %llu at port %s; waiting up to %ld ms for a Secondary Bus Reset\n",
+		c->p->slot, HP_SBR_PROP, count, c->p->id, c->timeout_ms);
+	fflush(stderr);
+}
+
+/* --when-reset: poll the port's count of Secondary Bus Resets until the
+ * guest asserts one, then wait --after-reset-ms. Adds "when_reset" to the
+ * output; 0 when the yank may go ahead. */
+static int wait_reset(struct hp_args *a, struct hp_out *o, struct hp_ctx *h, struct hp_port *p,
+		      struct hp_sbr_wait *w)
+{
+	struct json_object *j = json_object_new_object();
+	struct sbr_ctx c = { h, p, a->when_reset_ms };
+	const struct hp_sbr_ops ops = { sbr_read, sbr_now, sbr_sleep, sbr_ready, &c };
+
+	json_object_object_add(o->root, "when_reset", j);
+	json_object_object_add(j, "timeout_ms", json_object_new_int64(a->when_reset_ms));
+	json_object_object_add(j, "after_reset_ms", json_object_new_int64(a->after_reset_ms));
+	json_object_object_add(j, "property", json_object_new_string(HP_SBR_PROP));
+	enum hp_sbr_result r = hp_sbr_wait(&ops, a->when_reset_ms, HP_SBR_POLL_MS, w);
+	if (r == HP_SBR_ERROR && w->first_read && strstr(w->err, "not found")) {
+		/* Debian's QEMU */
+		hp_fail(o, "domain %s runs a QEMU without the lab's %s on port %s (%s): --when-reset needs the "
+			"lab's QEMU, lab_platform=fidelity (qemu/patches/0011); nothing yanked", a->domain,
+			HP_SBR_PROP, p->id, w->err);
+		return HP_EXIT_REFUSED;
+	}
+	if (r == HP_SBR_ERROR) {
+		hp_fail(o, "--when-reset could not read %s of port %s: %s; nothing yanked", HP_SBR_PROP, p->id,
+			w->err);
+		return HP_EXIT_FAILED;
+	}
+	json_object_object_add(j, "count_before", json_object_new_int64((int64_t)w->count_before));
+	json_object_object_add(j, "polls", json_object_new_int64(w->polls));
+	if (r == HP_SBR_TIMEOUT) {
+		json_object_object_add(j, "reset", json_object_new_boolean(false));
+		hp_fail(o, "slot %d: the guest asserted no Secondary Bus Reset at port %s (%s stayed %llu) within "
+			"%ld ms; nothing yanked", p->slot, p->id, HP_SBR_PROP, w->count_before, a->when_reset_ms);
+		return HP_EXIT_FAILED;
+	}
+	double waited = (w->seen_ns - w->t0_ns) / 1e6;
+	json_object_object_add(j, "reset", json_object_new_boolean(true));
+	json_object_object_add(j, "count_at_reset", json_object_new_int64((int64_t)w->count_last));
+	json_object_object_add(j, "waited_ms", hp_num(waited, 1));
+	hp_say(o, "slot %d: guest reset port %s (%s %llu -> %llu) after %.1f ms, %ld polls; yank in %ld ms\n",
+	       p->slot, p->id, HP_SBR_PROP, w->count_before, w->count_last, waited, w->polls, a->after_reset_ms);
+	hp_sleep(a->after_reset_ms / 1000.0);
+	return 0;
+}
+
+/* --when-reset, in the pause after the yank: how close to the reset it came */
+static void reset_at_yank(struct hp_out *o, struct hp_ctx *h, struct hp_port *p, const struct yank *y,
+			  const struct hp_sbr_wait *w, long timeout_ms)
+{
+	struct json_object *j;
+	struct sbr_ctx c = { h, p, timeout_ms };
+	unsigned long long count;
+	char err[256];
+
+	if (!json_object_object_get_ex(o->root, "when_reset", &j))
+		return;
+	json_object_object_add(j, "count_at_yank", sbr_read(&c, &count, err, sizeof(err)) ? NULL :
+			       json_object_new_int64((int64_t)count));
+	json_object_object_add(j, "reset_to_yank_max_ms", y->yanked ?
+			       hp_num(hp_sbr_to_yank_max_ms(w, y->yank_mono), 1) : NULL);
+	json_object_object_add(j, "in_reset", y->yanked ?
+			       json_object_new_boolean(hp_sbr_in_reset(w, y->yank_mono)) : NULL);
+}
+
 static int surprise(struct hp_args *a, struct hp_out *o, struct hp_ctx *h, struct hp_topo *t,
 		    struct hp_port **ports)
 {
@@ -414,6 +533,14 @@ static int surprise(struct hp_args *a, struct hp_out *o, struct hp_ctx *h, struc
 	uint16_t watch = 0;
 	if (a->when_masked_ms) {
 		int wrc = wait_masked(a, o, h, t, ports[0], &watch);
+		if (wrc) {
+			free(y);
+			return wrc;
+		}
+	}
+	struct hp_sbr_wait sbr;
+	if (a->when_reset_ms) {
+		int wrc = wait_reset(a, o, h, ports[0], &sbr);
 		if (wrc) {
 			free(y);
 			return wrc;
@@ -449,6 +576,8 @@ static int surprise(struct hp_args *a, struct hp_out *o, struct hp_ctx *h, struc
 			json_object_object_add(j, "masked_at_yank", y[0].read_ok ?
 					       json_object_new_boolean(slot_masked(y[0].ctl0, watch)) : NULL);
 		}
+		if (a->when_reset_ms)
+			reset_at_yank(o, h, ports[0], &y[0], &sbr, a->when_reset_ms);
 		if (pause_end(h, &ps, perr, sizeof(perr))) {
 			hp_fail(o, "%s", perr);
 			rc = HP_EXIT_FAILED;

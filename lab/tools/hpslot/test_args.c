@@ -76,6 +76,9 @@ static void test_callers(void)
 	CHECK(a.quiet_ms == 3000 && a.nslots == 1);
 	OK(LAB, "remove", "--json", "--surprise", "--when-masked", "5000", "lab1", "3");
 	CHECK(a.when_masked_ms == 5000 && a.quiet_ms == 0);
+	/* ... and --when-reset on the lab's QEMU */
+	OK(LAB, "remove", "--json", "--surprise", "--when-reset", "15000", "lab1", "3");
+	CHECK(a.when_reset_ms == 15000 && a.after_reset_ms == 20 && a.when_masked_ms == 0 && a.quiet_ms == 0);
 
 	OK(LAB, "add", "--wait", "30", "lab1", "3", "4", "5");
 	CHECK(a.cmd == HP_CMD_ADD && a.wait == 30.0 && a.nslots == 3 && !a.force && a.nprops == 0);
@@ -329,6 +332,34 @@ void test_args(void)
 	BAD("--after-mask-ms goes with --when-masked", "remove", "--surprise", "--after-mask-ms", "5", "dom", "3");
 	BAD("--when-masked", "remove", "--surprise", "--when-masked", "0", "dom", "3");
 	BAD("add: --when-masked belongs to `hpslot remove`", "add", "--when-masked", "10", "dom", "3");
+	/* remove --surprise --when-reset */
+	OK("remove", "--surprise", "--when-reset", "5000", "dom", "3");
+	CHECK_EQ(a.when_reset_ms, 5000);
+	CHECK_EQ(a.after_reset_ms, 20);
+	CHECK_EQ(a.when_masked_ms, 0);
+	OK("remove", "--surprise", "--when-reset", "5000", "--after-reset-ms", "0", "dom", "3");
+	CHECK_EQ(a.after_reset_ms, 0);
+	OK("remove", "--surprise", "--when-reset=600000", "--after-reset-ms=10000", "dom", "pci.3");
+	CHECK(a.when_reset_ms == 600000 && a.after_reset_ms == 10000);
+	CHECK_STR(a.slots[0].port, "pci.3");
+	OK("remove", "--surprise", "dom", "3");
+	CHECK(a.when_reset_ms == 0 && a.after_reset_ms == 20);
+	BAD("--when-reset goes with remove --surprise of exactly one SLOT",
+	    "remove", "--surprise", "--when-reset", "5000", "dom", "3", "4");
+	BAD("--when-reset goes with remove --surprise of exactly one SLOT",
+	    "remove", "--orderly", "--when-reset", "5000", "dom", "3");
+	BAD("--after-reset-ms goes with --when-reset", "remove", "--surprise", "--after-reset-ms", "5", "dom", "3");
+	BAD("--after-reset-ms goes with --when-reset",
+	    "remove", "--surprise", "--when-masked", "100", "--after-reset-ms", "5", "dom", "3");
+	BAD("--when-reset and --when-masked exclude each other",
+	    "remove", "--surprise", "--when-reset", "100", "--when-masked", "100", "dom", "3");
+	BAD("--when-reset", "remove", "--surprise", "--when-reset", "0", "dom", "3");
+	BAD("--when-reset", "remove", "--surprise", "--when-reset", "600001", "dom", "3");
+	BAD("--when-reset", "remove", "--surprise", "--when-reset", "soon", "dom", "3");
+	BAD("--after-reset-ms", "remove", "--surprise", "--when-reset", "100", "--after-reset-ms", "-1", "dom", "3");
+	BAD("--after-reset-ms", "remove", "--surprise", "--when-reset", "100", "--after-reset-ms", "10001", "dom", "3");
+	BAD("add: --when-reset belongs to `hpslot remove`", "add", "--when-reset", "10", "dom", "3");
+	BAD("swap: --after-reset-ms belongs to `hpslot remove`", "swap", "--after-reset-ms", "10", "dom", "3");
 
 	/* add */
 	OK("add", "dom", "3");

@@ -31,5 +31,6 @@ void test_args(void);
 void test_storm(void);
 void test_pcitree(void);
 void test_lock(void);
+void test_sbrwait(void);
 
 #endif

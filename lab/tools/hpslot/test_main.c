@@ -12,6 +12,7 @@ int main(void)
 	test_storm();
 	test_pcitree();
 	test_lock();
+	test_sbrwait();
 	printf("%d passed, %d failed\n", t_passed, t_failed);
 	return t_failed ? 1 : 0;
 }

@@ -17,7 +17,7 @@
  * drivers' error handlers, the link reset). --collect reports their hits
  * and removes them; --expect-contained K checks that K containments were
  * handled (check contained), --expect-no-recovery that none went through
- * error recovery (check no-recovery: kernel patch 0007 leaves a hot
+ * error recovery (check no-recovery: kernel patch 0010 leaves a hot
  * removal's Surprise Down to pciehp). --since-seq adds the kernel log's DPC
  * and error-recovery lines since SEQ. */
 #include "labprobe.h"
