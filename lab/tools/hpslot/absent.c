@@ -12,32 +12,6 @@
 
 #define ABSENT_TRIES 5	/* reads of the pair until the pcs add up to the count */
 
-static int qom_get(struct hp_ctx *h, const char *path, const char *prop, struct json_object **ret, char *err,
-		   size_t len)
-{
-	struct json_object *a = json_object_new_object();
-
-	json_object_object_add(a, "path", json_object_new_string(path));
-	json_object_object_add(a, "property", json_object_new_string(prop));
-	return hp_qmp(h, "qom-get", a, ret, err, len);
-}
-
-static int qom_get_int(struct hp_ctx *h, const char *path, const char *prop, long long *v, char *err, size_t len)
-{
-	struct json_object *r = NULL;
-
-	if (qom_get(h, path, prop, &r, err, len))
-		return -1;
-	if (!json_object_is_type(r, json_type_int)) {
-		snprintf(err, len, "qom-get %s %s: not a number: %s", path, prop, json_object_to_json_string(r));
-		json_object_put(r);
-		return -1;
-	}
-	*v = json_object_get_int64(r);
-	json_object_put(r);
-	return 0;
-}
-
 /* The pcs and the count, read until they agree (a read between the two
  * qom-gets makes the count larger than the pcs' sum). 0, or -1 with err. */
 static int read_counts(struct hp_ctx *h, const struct hp_port *p, long long *total, struct hp_absent_pc *pcs,
@@ -47,7 +21,7 @@ static int read_counts(struct hp_ctx *h, const struct hp_port *p, long long *tot
 		struct json_object *r = NULL;
 		long long sum = 0;
 
-		if (qom_get(h, p->path, "x-absent-read-pcs", &r, err, len))
+		if (hp_qom_get(h, p->path, "x-absent-read-pcs", &r, err, len))
 			return -1;
 		const char *s = json_object_is_type(r, json_type_string) ? json_object_get_string(r) : NULL;
 		*npcs = hp_parse_absent_pcs(s, pcs, HP_ABSENT_PCS_MAX);
@@ -58,7 +32,7 @@ static int read_counts(struct hp_ctx *h, const struct hp_port *p, long long *tot
 			return -1;
 		}
 		json_object_put(r);
-		if (qom_get_int(h, p->path, "x-absent-reads", total, err, len))
+		if (hp_qom_get_int(h, p->path, "x-absent-reads", total, err, len))
 			return -1;
 		for (int i = 0; i < *npcs; i++)
 			sum += pcs[i].count;
@@ -98,7 +72,7 @@ int cmd_absent(struct hp_args *a, struct hp_out *o)
 		int npcs = 0;
 		bool consistent = true;
 
-		if (qom_get_int(h, p->path, "x-completion-timeout-us", &timeout_us, err, sizeof(err))) {
+		if (hp_qom_get_int(h, p->path, "x-completion-timeout-us", &timeout_us, err, sizeof(err))) {
 			if (strstr(err, "not found")) {
 				/* Debian's QEMU: nothing to read on any port */
 				hp_fail(o, "domain %s runs a QEMU without the lab's slot properties (%s: %s): "

@@ -393,6 +393,11 @@ const char *hp_domain_name(struct hp_ctx *h);
  * err holds QEMU's or libvirt's message. */
 int hp_qmp(struct hp_ctx *h, const char *cmd, struct json_object *args,
 	   struct json_object **ret, char *err, size_t errlen);
+/* QMP qom-get of PROP at PATH (no pause): hp_qom_get's *ret as hp_qmp's;
+ * hp_qom_get_int: an integer property, else -1 with err. */
+int hp_qom_get(struct hp_ctx *h, const char *path, const char *prop, struct json_object **ret, char *err,
+	       size_t len);
+int hp_qom_get_int(struct hp_ctx *h, const char *path, const char *prop, long long *v, char *err, size_t len);
 /* Run an HMP command line; *out is malloc'd text (caller frees). */
 int hp_hmp(struct hp_ctx *h, char **out, char *err, size_t errlen, const char *fmt, ...)
 	__attribute__((format(printf, 5, 6)));

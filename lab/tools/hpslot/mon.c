@@ -243,6 +243,32 @@ int hp_qmp(struct hp_ctx *h, const char *cmd, struct json_object *args, struct j
 	return rc;
 }
 
+int hp_qom_get(struct hp_ctx *h, const char *path, const char *prop, struct json_object **ret, char *err,
+	       size_t len)
+{
+	struct json_object *a = json_object_new_object();
+
+	json_object_object_add(a, "path", json_object_new_string(path));
+	json_object_object_add(a, "property", json_object_new_string(prop));
+	return hp_qmp(h, "qom-get", a, ret, err, len);
+}
+
+int hp_qom_get_int(struct hp_ctx *h, const char *path, const char *prop, long long *v, char *err, size_t len)
+{
+	struct json_object *r = NULL;
+
+	if (hp_qom_get(h, path, prop, &r, err, len))
+		return -1;
+	if (!json_object_is_type(r, json_type_int)) {
+		snprintf(err, len, "qom-get %s %s: not a number: %s", path, prop, json_object_to_json_string(r));
+		json_object_put(r);
+		return -1;
+	}
+	*v = json_object_get_int64(r);
+	json_object_put(r);
+	return 0;
+}
+
 int hp_hmp(struct hp_ctx *h, char **out, char *err, size_t errlen, const char *fmt, ...)
 {
 	char line[512];

@@ -411,20 +411,15 @@ struct sbr_ctx {
 static int sbr_read(void *arg, unsigned long long *count, char *err, size_t len)
 {
 	struct sbr_ctx *c = arg;
-	struct json_object *a = json_object_new_object(), *r = NULL;
+	long long v;
 
-	json_object_object_add(a, "path", json_object_new_string(c->p->path));
-	json_object_object_add(a, "property", json_object_new_string(HP_SBR_PROP));
-	if (hp_qmp(c->h, "qom-get", a, &r, err, len))
+	if (hp_qom_get_int(c->h, c->p->path, HP_SBR_PROP, &v, err, len))
 		return -1;
-	if (!json_object_is_type(r, json_type_int) || json_object_get_int64(r) < 0) {
-		snprintf(err, len, "qom-get %s %s: not a count: %s", c->p->path, HP_SBR_PROP,
-			 json_object_to_json_string(r));
-		json_object_put(r);
+	if (v < 0) {
+		snprintf(err, len, "qom-get %s %s: not a count: %lld", c->p->path, HP_SBR_PROP, v);
 		return -1;
 	}
-	*count = (unsigned long long)json_object_get_int64(r);
-	json_object_put(r);
+	*count = (unsigned long long)v;
 	return 0;
 }
 
