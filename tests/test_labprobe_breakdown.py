@@ -176,11 +176,13 @@ def test_breakdown_of_a_locked_and_an_early_unbind(labprobe, tmp_path):
     (tmp_path / "example.json").write_text(json.dumps(b1, indent=1))
 
 
-def test_handled_tracepoint_lies_in_its_kprobe_span(labprobe, tmp_path):
+def test_tracepoints_lie_in_their_kprobe_spans(labprobe, tmp_path):
     """The series' "handled" tracepoint comes after the handler's kprobe,
     its state_lock and two log lines, which a debug kernel or a loaded host
-    stretches over ms (debug-rescan1: 5.142 ms): it agrees while it lies
-    between that kprobe and the slot's disconnected kprobe, and disagrees by
+    stretches over ms (debug-rescan1: 5.142 ms); "disconnected" follows
+    pci_dev_set_disconnected()'s return, which a preempted TCG vCPU put
+    5.7 ms after its entry (a CI canary run). Each agrees while it lies
+    between its kprobe and the slot's next kprobe phase, and disagrees by
     how far it lies outside (a tracepoint of another slot's thread, say)."""
     def tp(comm, pid, ts, event, name):
         return line(comm, pid, ts, event, f" slot={name} port=0000:00:0{name}.0")
@@ -193,16 +195,19 @@ def test_handled_tracepoint_lies_in_its_kprobe_span(labprobe, tmp_path):
                   line(comm, pid, t + 0.0004, "lp_disc")]
         # slot 1: 0.3 ms after the handler's entry, before its disconnected kprobe (0.4 ms)
         # slot 2: 7.6 ms after its disconnected kprobe
+        # disconnected: slot 1 1.1 ms after its kprobe, before unbind_start
+        # (2.1 ms); slot 2 0.9 ms after it
         trace += [tp(comm, pid, t + (0.0003 if name == "1" else 0.008), "pciehp_slot_disable_begin", name),
-                  tp(comm, pid, t + 0.00041, "pciehp_dev_disconnected", name)]
+                  tp(comm, pid, t + (0.0015 if name == "1" else 0.003), "pciehp_dev_disconnected", name)]
     rep, _ = collect(labprobe, tmp_path, [slot("1", 0xe1, [24]), slot("2", 0xe2, [25])], sorted(
         trace, key=lambda x: float(x.split("]")[1].split()[1].rstrip(":"))), tracepoints=True)
     assert rep["method_disagreement_ms"]["handled"] == approx(7.6)
-    assert rep["method_disagreement_ms"]["disconnected"] == approx(0.01)
+    assert rep["method_disagreement_ms"]["disconnected"] == approx(0.9)
     rep, _ = collect(labprobe, tmp_path, [slot("1", 0xe1, [24])],
                      [x for x in trace if "irq=25" not in x and "slot=2" not in x and "irq/25" not in x],
                      tracepoints=True, gone="1")
     assert rep["method_disagreement_ms"]["handled"] == 0
+    assert rep["method_disagreement_ms"]["disconnected"] == 0
 
 
 def test_probes_not_placed_give_nulls(labprobe, tmp_path):

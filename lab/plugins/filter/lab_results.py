@@ -135,7 +135,8 @@ def lab_removal_metrics(reports):
         metrics["method_disagreement_ms"] = {
             p: (None if not v or max(v) == float("inf") else round(max(v), 3)) for p, v in disagree.items()}
         # handled and disconnected: both methods mark the same code in the
-        # slot's IRQ thread, microseconds apart. isr is informative only: the
+        # slot's IRQ thread, so each tracepoint must lie in its kprobe span
+        # (labprobe: from the phase's kprobe to the slot's next one). isr is informative only: the
         # kprobe is the handler's first entry, the tracepoint the first entry
         # that read PDC/DLLSC from Slot Status, and with many slots yanked
         # at once those are not always the same interrupt.
