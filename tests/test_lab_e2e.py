@@ -19,6 +19,10 @@ def test_summary_has_the_documented_shape(lab_vm):
     assert PHASES <= set(s["phases"]), s["phases"]
     assert all(isinstance(v, (int, float)) for v in s["phases"].values())
     assert s["limits"] and any("completion timeout" in x.lower() for x in s["limits"])
+    # lab_accel=auto: the host's probe decided, every VM runs what its host's probe chose
+    (probe,) = s["accel_probe"].values()
+    assert probe["requested"] == "auto" and probe["accel"] in ("kvm", "tcg") and probe["reason"], probe
+    assert s["accel"] == {vm: probe["accel"] for vm in s["vms"]}, s["accel"]
     (smoke,) = [r for r in s["scenarios"] if r["name"] == "smoke"]
     assert set(smoke) >= {"name", "vm", "status", "iterations", "failures", "metrics", "findings"}
     assert smoke["status"] == "pass", json.dumps(smoke, indent=1)

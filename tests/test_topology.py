@@ -88,6 +88,20 @@ def test_rendered_xml_is_valid_and_consistent(name, tmp_path):
     assert {s["bus0_device"] for s in roots if s["bus0_function"] > 0} <= multi
 
 
+@pytest.mark.parametrize("accel", ["kvm", "tcg"])
+def test_domain_type_follows_the_accel_probe(accel, tmp_path):
+    """lab_accel: a VM on a host whose probe chose KVM is a kvm domain with
+    the CPU model the probe booted (host-passthrough), valid for libvirt's
+    schema; under TCG a qemu domain with QEMU's default CPU."""
+    path, _, _ = render(f"accel-{accel}", {}, tmp_path, {"accel": accel})
+    r = run(["virt-xml-validate", str(path), "domain"])
+    assert r.returncode == 0, r.stdout + r.stderr
+    root = ET.parse(path).getroot()
+    assert root.get("type") == ("kvm" if accel == "kvm" else "qemu")
+    cpu = root.find("cpu")
+    assert (cpu.get("mode") if cpu is not None else None) == ("host-passthrough" if accel == "kvm" else None)
+
+
 def frontend_props(root):
     """alias -> {property name: value} of each <qemu:device> override"""
     return {d.get("alias"): {p.get("name"): p.get("value") for p in d.iter(QEMU_NS + "property")}
