@@ -29,6 +29,10 @@ BAD = [
     (["lab_canary=true", "lab_canary_provoke=kasan"], "needs lab_kernel_variant=debug"),
     (["lab_kernel_variant=debug", "lab_canary_provoke=lockdep"], "needs lab_canary=true"),
     (["lab_canary=true", "lab_kernel_variant=debug", "lab_canary_provoke=oops"], "lab_canary_provoke"),
+    (["lab_kernel_variant=tree"], "names tree, which needs lab_kernel_tree"),
+    (["lab_kernel_tree=/srv/no-such-linux"], "lab_kernel_tree: --tree /srv/no-such-linux does not exist"),
+    ([f"lab_kernel_tree={REPO}"], "is no kernel source tree"),
+    ([f"lab_kernel_tree={REPO}", "lab_kernel_variants=stock,patched", "lab_vms=2"], "no VM boots it"),
 ]
 
 
@@ -43,6 +47,26 @@ def test_bad_profile_is_refused_before_anything_is_created(extra, needle):
     assert "PLAY [Set up the hypervisor hosts]" not in r.stdout, "refusal came after host setup began"
     assert not [d for d in domains() if d.startswith(prefix)]
     assert not list((STATE_DIR / "vms").glob(prefix + "*"))
+
+
+def test_a_tree_too_old_or_built_in_place_is_refused():
+    """lab_kernel_tree: kernel-build's checks run in validation; a 5.15 tree
+    and a tree with a .config of its own (kbuild refuses O= then) are
+    refused, naming what to fix, before anything is created."""
+    tree = STATE_DIR / tagged("fake-linux")
+    (tree / "scripts/kconfig").mkdir(parents=True, exist_ok=True)
+    (tree / "scripts/kconfig/merge_config.sh").write_text("")
+    prefix = tagged("pciehp-badtree")
+    for makefile, config, needle in (("VERSION = 5\nPATCHLEVEL = 15\n", False, "is Linux 5.15: the lab needs 6.1"),
+                                     ("VERSION = 6\nPATCHLEVEL = 6\n", True, "run 'make mrproper' in it")):
+        (tree / "Makefile").write_text(makefile)
+        if config:
+            (tree / ".config").write_text("CONFIG_PCI=y\n")
+        r = playbook(f"lab_kernel_tree={tree}", "lab_name_prefix=" + prefix, "lab_run_id=" + tagged("test-badtree"))
+        assert r.returncode != 0 and needle in r.stdout, r.stdout[-3000:]
+        assert "profile field lab_kernel_tree" in r.stdout
+        assert "PLAY [Set up the hypervisor hosts]" not in r.stdout
+    assert not [d for d in domains() if d.startswith(prefix)]
 
 
 def test_a_rerun_without_the_running_vms_is_refused_before_anything_is_created():

@@ -174,7 +174,8 @@ def check_value(name, value, spec, scenarios=()):
     if kind == "name":
         return _name(name, value, spec)
     if kind == "path":
-        return check_path(name, value)
+        # empty: unset, where that is the default (lab_kernel_tree)
+        return value if value == "" and spec.get("default") == "" else check_path(name, value)
     if kind == "url":
         return _url(name, value, spec)
     if kind == "text":

@@ -581,6 +581,13 @@ def _lockdep_off_findings(start, end, findings):
     return []
 
 
+def lab_kernel_labels(variants, info):
+    """What each kernel variant of the run is, for the results: its own
+    name, or a developer's tree's label from its kernel-build manifest
+    (tree:<git describe --dirty>)."""
+    return {v: (info.get(v) or {}).get("label") or v for v in variants}
+
+
 class FilterModule:
     def filters(self):
         return {
@@ -601,4 +608,5 @@ class FilterModule:
             "lab_perf_profile": lab_perf_profile,
             "lab_scenario_seconds": lab_scenario_seconds,
             "lab_format_phase": lab_format_phase,
+            "lab_kernel_labels": lab_kernel_labels,
         }

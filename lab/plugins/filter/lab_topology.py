@@ -11,7 +11,8 @@ import re
 from ansible.errors import AnsibleFilterError
 
 # debug: the patched tree with lockdep, lock statistics and KASAN (kernel/config/debug.config)
-KERNEL_VARIANTS = ("patched", "stock", "distro", "debug")
+# tree: a developer's own kernel tree (lab_kernel_tree)
+KERNEL_VARIANTS = ("patched", "stock", "distro", "debug", "tree")
 PLATFORMS = ("stock", "fidelity")
 # ACPI firmware of the root ports: plain is QEMU's own DSDT; thunderbolt adds
 # an SSDT (domains/acpi/thunderbolt-port.asl.j2) to the slots it names.
@@ -92,6 +93,7 @@ def lab_validate_profile(profile, known_scenarios):
         raise AnsibleFilterError(f"profile field lab_kernel_variant={variant!r} is unknown: "
                                  f"use one of {', '.join(KERNEL_VARIANTS)}")
     variants = _variants(p.get("lab_kernel_variants"), vms) or [variant]
+    variants = _tree_variant(p.get("lab_kernel_tree") or "", variants, bool(p.get("lab_kernel_variants")))
     variant = variants[0]
     platform = p.get("lab_platform", "stock")
     if platform not in PLATFORMS:
@@ -229,6 +231,21 @@ def _variants(value, vms):
         raise AnsibleFilterError(f"profile field lab_kernel_variants lists {len(value)} variants "
                                  f"but lab_vms={vms}: every variant needs at least one VM")
     return list(value)
+
+
+def _tree_variant(tree, variants, listed):
+    """lab_kernel_tree given alone (lab_kernel_variant at its default and
+    no lab_kernel_variants) is the run's kernel; otherwise some VM must
+    boot it, and variant tree needs it."""
+    if tree and "tree" not in variants:
+        if not listed and variants == ["patched"]:
+            return ["tree"]
+        raise AnsibleFilterError(f"profile field lab_kernel_tree={tree} is set, but no VM boots it: "
+                                 f"name tree in lab_kernel_variants (e.g. [stock, tree]) or lab_kernel_variant")
+    if "tree" in variants and not tree:
+        raise AnsibleFilterError("profile field lab_kernel_variant(s) names tree, which needs lab_kernel_tree: "
+                                 "the path of your kernel source or git tree")
+    return variants
 
 
 def lab_vm_variant(profile, vm_index):
