@@ -33,6 +33,10 @@ BAD = [
     (["lab_kernel_tree=/srv/no-such-linux"], "lab_kernel_tree: --tree /srv/no-such-linux does not exist"),
     ([f"lab_kernel_tree={REPO}"], "is no kernel source tree"),
     ([f"lab_kernel_tree={REPO}", "lab_kernel_variants=stock,patched", "lab_vms=2"], "no VM boots it"),
+    (["lab_kernel_quick=true"], "lab_kernel_quick=true needs lab_kernel_tree"),
+    (["lab_kernel_image=/etc/hostname"], "is no x86 bzImage"),
+    (["lab_kernel_image=/srv/no-such-bzImage"], "lab_kernel_image=/srv/no-such-bzImage: No such file"),
+    ([f"lab_kernel_tree={REPO}", "lab_kernel_image=/etc/hostname"], "are both set"),
 ]
 
 

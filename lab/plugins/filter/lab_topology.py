@@ -11,8 +11,10 @@ import re
 from ansible.errors import AnsibleFilterError
 
 # debug: the patched tree with lockdep, lock statistics and KASAN (kernel/config/debug.config)
-# tree: a developer's own kernel tree (lab_kernel_tree)
-KERNEL_VARIANTS = ("patched", "stock", "distro", "debug", "tree")
+# tree: a developer's own kernel tree (lab_kernel_tree); image: a prebuilt bzImage (lab_kernel_image)
+KERNEL_VARIANTS = ("patched", "stock", "distro", "debug", "tree", "image")
+# the variants a user's path makes, and the profile field that gives it
+OWN_KERNELS = {"tree": "lab_kernel_tree", "image": "lab_kernel_image"}
 PLATFORMS = ("stock", "fidelity")
 # ACPI firmware of the root ports: plain is QEMU's own DSDT; thunderbolt adds
 # an SSDT (domains/acpi/thunderbolt-port.asl.j2) to the slots it names.
@@ -93,8 +95,12 @@ def lab_validate_profile(profile, known_scenarios):
         raise AnsibleFilterError(f"profile field lab_kernel_variant={variant!r} is unknown: "
                                  f"use one of {', '.join(KERNEL_VARIANTS)}")
     variants = _variants(p.get("lab_kernel_variants"), vms) or [variant]
-    variants = _tree_variant(p.get("lab_kernel_tree") or "", variants, bool(p.get("lab_kernel_variants")))
+    variants = _own_kernel_variants(p, variants, bool(p.get("lab_kernel_variants")))
     variant = variants[0]
+    if p.get("lab_kernel_quick") and "tree" not in variants:
+        raise AnsibleFilterError("profile field lab_kernel_quick=true needs lab_kernel_tree: it builds that tree's "
+                                 "bzImage only")
+    image_release = _bzimage_release(p["lab_kernel_image"]) if "image" in variants else ""
     platform = p.get("lab_platform", "stock")
     if platform not in PLATFORMS:
         raise AnsibleFilterError(f"profile field lab_platform={platform!r} is unknown: "
@@ -171,7 +177,7 @@ def lab_validate_profile(profile, known_scenarios):
              lab_platform=platform, lab_completion_timeout_us=timeout_us, lab_attention_button=button, lab_dpc=dpc,
              lab_scenarios=scenarios, lab_slot_numbers=numbers, lab_jbofs=jbofs,
              lab_jbof_slots=jbof_slots, lab_jbof_drives=jbof_drives,
-             lab_firmware=firmware, lab_firmware_slots=firmware_slots)
+             lab_firmware=firmware, lab_firmware_slots=firmware_slots, lab_kernel_image_release=image_release)
     return p
 
 
@@ -233,19 +239,43 @@ def _variants(value, vms):
     return list(value)
 
 
-def _tree_variant(tree, variants, listed):
-    """lab_kernel_tree given alone (lab_kernel_variant at its default and
-    no lab_kernel_variants) is the run's kernel; otherwise some VM must
-    boot it, and variant tree needs it."""
-    if tree and "tree" not in variants:
-        if not listed and variants == ["patched"]:
-            return ["tree"]
-        raise AnsibleFilterError(f"profile field lab_kernel_tree={tree} is set, but no VM boots it: "
-                                 f"name tree in lab_kernel_variants (e.g. [stock, tree]) or lab_kernel_variant")
-    if "tree" in variants and not tree:
-        raise AnsibleFilterError("profile field lab_kernel_variant(s) names tree, which needs lab_kernel_tree: "
-                                 "the path of your kernel source or git tree")
+def _own_kernel_variants(p, variants, listed):
+    """lab_kernel_tree (variant tree) or lab_kernel_image (variant image)
+    given alone (lab_kernel_variant at its default and no
+    lab_kernel_variants) is the run's kernel; otherwise some VM must boot
+    it, and the variant needs its path."""
+    given = {v: p.get(field) or "" for v, field in OWN_KERNELS.items()}
+    if all(given.values()):
+        raise AnsibleFilterError("profile fields lab_kernel_tree and lab_kernel_image are both set: a run builds "
+                                 "a tree or boots a prebuilt kernel, give one of them")
+    for v, field in OWN_KERNELS.items():
+        if given[v] and v not in variants:
+            if not listed and variants == ["patched"]:
+                return [v]
+            raise AnsibleFilterError(f"profile field {field}={given[v]} is set, but no VM boots it: "
+                                     f"name {v} in lab_kernel_variants (e.g. [stock, {v}]) or lab_kernel_variant")
+        if v in variants and not given[v]:
+            raise AnsibleFilterError(f"profile field lab_kernel_variant(s) names {v}, which needs {field}: "
+                                     f"the path of your kernel {'source or git tree' if v == 'tree' else 'bzImage'}")
     return variants
+
+
+def _bzimage_release(path):
+    """The kernel release an x86 bzImage names (its setup header's
+    kernel_version string), or a refusal saying what the file is not."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(0x10000)
+    except OSError as e:
+        raise AnsibleFilterError(f"profile field lab_kernel_image={path}: {e.strerror}") from None
+    if head[0x202:0x206] != b"HdrS" or len(head) < 0x210:
+        raise AnsibleFilterError(f"profile field lab_kernel_image={path} is no x86 bzImage (no setup header "
+                                 f"'HdrS'): give arch/x86/boot/bzImage of a build")
+    at = int.from_bytes(head[0x20E:0x210], "little") + 0x200
+    version = head[at:head.find(b"\0", at)].decode("ascii", "replace").split()
+    if not version:
+        raise AnsibleFilterError(f"profile field lab_kernel_image={path}: its setup header names no version")
+    return version[0]
 
 
 def lab_vm_variant(profile, vm_index):
