@@ -152,6 +152,22 @@ class LabVM:
         raise TimeoutError(f"guest command did not finish in {timeout} s: {command}")
 
 
+SUMMARY_SCHEMA = REPO / "docs/summary.schema.json"
+
+
+def load_summary(path):
+    """A run's summary.json, validated against docs/summary.schema.json:
+    every summary the tests produce goes through here."""
+    import jsonschema
+
+    summary = json.loads(pathlib.Path(path).read_text())
+    errors = sorted(jsonschema.Draft7Validator(json.loads(SUMMARY_SCHEMA.read_text())).iter_errors(summary),
+                    key=lambda e: list(e.absolute_path))
+    assert not errors, f"{path} does not match {SUMMARY_SCHEMA.name}: " + "; ".join(
+        f"{'/'.join(map(str, e.absolute_path))}: {e.message[:300]}" for e in errors[:5])
+    return summary
+
+
 def booted_vm(prefix, run_id, what, *extra):
     """Generator for a fixture: `ansible-playbook lab.yml` with EXTRA boots
     VM 1 of PREFIX and keeps it; yields a LabVM, removes the domain after.
@@ -163,7 +179,7 @@ def booted_vm(prefix, run_id, what, *extra):
     if r.returncode != 0:
         remove_domain(name)
         pytest.fail(f"lab.yml did not boot {what}:\n" + r.stdout[-6000:] + r.stderr[-2000:])
-    summary = json.loads((run_dir / "summary.json").read_text())
+    summary = load_summary(run_dir / "summary.json")
     yield LabVM(name, summary, run_dir)
     remove_domain(name)
 

@@ -6,12 +6,11 @@ line as its only kernel finding. A gate that lost the line anywhere (a scan
 that missed its window, a finding dropped on the way to the record, an
 expected-failure entry that swallowed it) leaves a scenario passing, and
 this test fails naming it."""
-import json
 import re
 
 import pytest
 
-from conftest import LAB_VM_PROFILE, REPO, playbook, remove_domain, tagged
+from conftest import LAB_VM_PROFILE, REPO, load_summary, playbook, remove_domain, tagged
 
 PREFIX = tagged("pciehp-test-can")
 RUN_ID = tagged("test-canary")
@@ -34,7 +33,7 @@ def canary_run():
     assert summary.is_file(), "no summary.json:\n" + r.stdout[-6000:] + r.stderr[-2000:]
     # every scenario failed: the run says so
     assert r.returncode != 0, "the run passed with a canary in every scenario"
-    return json.loads(summary.read_text())
+    return load_summary(summary)
 
 
 def test_every_scenario_fails_with_its_canary_alone(canary_run):

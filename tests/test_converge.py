@@ -5,7 +5,6 @@ domain and directory of the VM it no longer has, redefines the other from
 scratch, and its results hold nothing of the dead run; the dead run's VM
 watchdogs end with it."""
 
-import json
 import os
 import re
 import signal
@@ -14,7 +13,7 @@ import time
 
 import pytest
 
-from conftest import REPO, STATE_DIR, domains, playbook, playbook_cmd, remove_domain, tagged
+from conftest import REPO, load_summary, STATE_DIR, domains, playbook, playbook_cmd, remove_domain, tagged
 
 PREFIX = tagged("pciehp-conv-test")
 RUN_ID = tagged("test-converge")
@@ -54,7 +53,7 @@ def test_killed_run_then_rerun_converges():
         assert vms[1] not in domains(), "the dead run's second VM is still defined"
         assert not (STATE_DIR / "vms" / vms[1]).exists()
         run_dir = REPO / "results" / RUN_ID
-        s = json.loads((run_dir / "summary.json").read_text())
+        s = load_summary(run_dir / "summary.json")
         assert s["status"] == "pass" and s["vm_failures"] == []
         assert [(x["name"], x["vm"]) for x in s["scenarios"]] == [("smoke", vms[0])]
         # nothing of the dead run in the directory: no second VM, no storm

@@ -12,11 +12,10 @@ Lockdep and KASAN report once a boot, so each kind gets a scenario of its
 own in one VM; lockdep is off after the first report (and after KASAN's
 taint), so the VM restarts before the next scenario (tasks/scenario-run.yml)
 and each scenario's window starts with lockdep on."""
-import json
 
 import pytest
 
-from conftest import REPO, playbook, remove_domain, tagged
+from conftest import REPO, load_summary, playbook, remove_domain, tagged
 
 PREFIX = tagged("pciehp-test-prov")
 RUN_ID = tagged("test-provoke")
@@ -40,7 +39,7 @@ def provoke_run():
     summary = REPO / "results" / RUN_ID / "summary.json"
     assert summary.is_file(), "no summary.json:\n" + r.stdout[-6000:] + r.stderr[-2000:]
     assert r.returncode != 0, "the run passed with a provoked report in every scenario"
-    return json.loads(summary.read_text())
+    return load_summary(summary)
 
 
 @pytest.mark.heavy

@@ -132,6 +132,22 @@ def test_probe_without_json_is_a_failed_report():
     assert r["ok"] is False and r["findings"][0]["kind"] == "probe-error"
 
 
+def test_a_failed_report_names_what_failed():
+    """rerun1's smoke failed on a check with no finding; a failed report now
+    carries its failed checks as findings, and one with neither says so.
+    A report with findings of its own keeps exactly those."""
+    checks = [{"name": "slots", "ok": True}, {"name": "drive-slot-1", "ok": False, "detail": "namespace none"}]
+    r = lab_results.lab_probe_report(json.dumps({"ok": False, "checks": checks, "findings": []}), 1)
+    assert r["findings"] == [{"kind": "check", "line": "drive-slot-1: namespace none", "context": []}]
+    r = lab_results.lab_probe_report(json.dumps({"ok": False, "checks": checks[:1]}), 1, "no slots")
+    assert r["findings"][0]["kind"] == "probe-error" and "without a failed check" in r["findings"][0]["line"]
+    own = [{"kind": "warning", "line": "WARNING: x", "context": []}]
+    r = lab_results.lab_probe_report(json.dumps({"ok": False, "checks": checks, "findings": own}), 1)
+    assert r["findings"] == own
+    r = lab_results.lab_probe_report(json.dumps({"ok": True, "checks": checks[:1], "findings": []}), 0)
+    assert r["ok"] and r["findings"] == []
+
+
 def test_expected_failures_mark_only_fully_matched_records():
     rec = {"name": "storm", "status": "fail",
            "findings": [{"kind": "pciehp-state", "line": "pcieport: Already disabled"}]}

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, playbook, remove_domain, tagged
+from conftest import REPO, load_summary, playbook, remove_domain, tagged
 
 sys.path.insert(0, str(REPO / "lab/plugins/filter"))
 import lab_jbof  # noqa: E402
@@ -155,7 +155,7 @@ def test_jbof_scenarios_pass_with_their_removal_times():
         remove_domain(f"{PREFIX}-1")
     summary_file = REPO / "results" / RUN_ID / "summary.json"
     assert summary_file.exists(), r.stdout[-6000:] + r.stderr[-2000:]
-    records = {s["name"]: s for s in json.loads(summary_file.read_text())["scenarios"]}
+    records = {s["name"]: s for s in load_summary(summary_file)["scenarios"]}
     for name in ("smoke", "jbof-drive-removal"):
         assert records[name]["status"] == "pass", json.dumps(records[name], indent=1)[:8000]
         assert records[name]["findings"] == []

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from conftest import REPO, playbook, remove_domain, tagged
+from conftest import REPO, load_summary, playbook, remove_domain, tagged
 
 NAME_PREFIX = tagged("pciehp-rtpm")
 
@@ -25,7 +25,7 @@ def runtime_pm_record():
                      "lab_run_id=" + run_id)
         summary_path = REPO / "results" / run_id / "summary.json"
         assert summary_path.exists(), r.stdout[-6000:] + r.stderr[-2000:]
-        summary = json.loads(summary_path.read_text())
+        summary = load_summary(summary_path)
         records = {s["name"]: s for s in summary["scenarios"]}
         assert "runtime-pm" in records and "system-sleep" in records, r.stdout[-6000:]
         yield records, REPO / "results" / run_id
@@ -77,7 +77,7 @@ def runtime_pm_fidelity_record():
                      {"lab_scenarios": ["runtime-pm"]}, "lab_keep_vms=false", "lab_run_id=" + run_id)
         summary_path = REPO / "results" / run_id / "summary.json"
         assert summary_path.exists(), r.stdout[-6000:] + r.stderr[-2000:]
-        records = {s["name"]: s for s in json.loads(summary_path.read_text())["scenarios"]}
+        records = {s["name"]: s for s in load_summary(summary_path)["scenarios"]}
         assert "runtime-pm" in records, r.stdout[-6000:]
         yield records["runtime-pm"]
     finally:

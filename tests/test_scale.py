@@ -23,7 +23,7 @@ import time
 
 import pytest
 
-from conftest import REPO, STATE_DIR, playbook_cmd, remove_domain, tagged
+from conftest import REPO, load_summary, STATE_DIR, playbook_cmd, remove_domain, tagged
 
 PREFIX = tagged("pciehp-scale-test")
 RUN_ID = tagged("test-scale")
@@ -121,7 +121,7 @@ def scale_run(ssh_hypervisor):
     run_dir = REPO / "results" / RUN_ID
     summary_file = run_dir / "summary.json"
     assert summary_file.exists(), text[-8000:]
-    yield proc.returncode, text, json.loads(summary_file.read_text()), run_dir
+    yield proc.returncode, text, load_summary(summary_file), run_dir
 
 
 def test_lost_vm_is_reported_where_it_failed_and_the_others_complete(scale_run):

@@ -2,7 +2,6 @@
 jbof-concurrent): which slots to act on, and per-drive and whole-JBOF
 removal times from labprobe collect."""
 
-import json
 import os
 import sys
 

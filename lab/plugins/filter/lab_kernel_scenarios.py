@@ -1,7 +1,6 @@
 """Filters of the scenarios that show the kernel series' patches stock vs
 patched: sleep-replacement (0003-0004) and aer-reset-storm (0005-0007)."""
 
-import json
 import os
 import re
 import sys

@@ -36,6 +36,16 @@ def lab_probe_report(stdout, rc, stderr=""):
             "context": (str(stderr) + "\n" + str(stdout)).strip().splitlines()[-20:],
         }]}
     report["ok"] = bool(report.get("ok")) and int(rc) == 0
+    # a failed report names what failed: its failed checks, when it has no
+    # finding of its own (rerun1's smoke failed on drive-slot-1 with none)
+    if not report["ok"] and not report.get("findings"):
+        failed = [c for c in report.get("checks") or [] if isinstance(c, dict) and not c.get("ok")]
+        report["findings"] = [{"kind": "check", "line": f"{c.get('name')}: {c.get('detail', '')}", "context": []}
+                              for c in failed] or [{
+            "kind": "probe-error",
+            "line": str(report.get("error") or
+                        f"labprobe reported failure (exit {rc}) without a failed check or finding"),
+            "context": str(stderr).strip().splitlines()[-20:]}]
     return report
 
 
