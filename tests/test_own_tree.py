@@ -57,7 +57,8 @@ def own_tree():
         git("commit", "-q", "-am", "marker: pciehp logs a marker line")
         edit("drivers/pci/hotplug/pciehp_pci.c", "\tlist_for_each_entry_safe_reverse(dev, temp, &parent->devices,",
              "\tif (!presence)\n\t\tgoto out;\n\tlist_for_each_entry_safe_reverse(dev, temp, &parent->devices,")
-        edit("drivers/pci/hotplug/pciehp_pci.c", "\tpci_unlock_rescan_remove();\n}", "out:\n\tpci_unlock_rescan_remove();\n}")
+        edit("drivers/pci/hotplug/pciehp_pci.c", "\tpci_unlock_rescan_remove();\n}",
+             "out:\n\tpci_unlock_rescan_remove();\n}")
         git("commit", "-q", "-am", "breaks: surprise-removed devices stay")
         with open(TREE / "README", "a") as f:
             f.write("\nThis tree is a pciehp-lab test repository.\n")

@@ -1,6 +1,7 @@
 """Bad profiles are refused with a message naming the field, before any
 domain, overlay or image is created."""
 
+import re
 import sys
 
 import pytest
@@ -34,6 +35,12 @@ BAD = [
     ([f"lab_kernel_tree={REPO}"], "is no kernel source tree"),
     ([f"lab_kernel_tree={REPO}", "lab_kernel_variants=stock,patched", "lab_vms=2"], "no VM boots it"),
     (["lab_kernel_quick=true"], "lab_kernel_quick=true needs lab_kernel_tree"),
+    ([{"lab_scenarios": ["runtime-pm"]}], "runtime-pm needs lab_firmware=thunderbolt on a slot with a drive"),
+    ([{"lab_slots": 4, "lab_drives": 2, "lab_firmware": "thunderbolt", "lab_firmware_slots": [1, 2],
+       "lab_scenarios": ["runtime-pm"]}], "(missing: empty)"),
+    ([{"lab_slots": 3, "lab_drives": 1, "lab_scenarios": ["aer-reset-storm"]}],
+     "aer-reset-storm needs at least 2 root-port slot(s) with a drive"),
+    ([{"lab_scenarios": ["jbof-yank"]}], "jbof-yank needs at least 1 JBOF(s) with drives"),
     (["lab_kernel_image=/etc/hostname"], "is no x86 bzImage"),
     (["lab_kernel_image=/srv/no-such-bzImage"], "lab_kernel_image=/srv/no-such-bzImage: No such file"),
     ([f"lab_kernel_tree={REPO}", "lab_kernel_image=/etc/hostname"], "are both set"),
@@ -51,6 +58,25 @@ def test_bad_profile_is_refused_before_anything_is_created(extra, needle):
     assert "PLAY [Set up the hypervisor hosts]" not in r.stdout, "refusal came after host setup began"
     assert not [d for d in domains() if d.startswith(prefix)]
     assert not list((STATE_DIR / "vms").glob(prefix + "*"))
+
+
+def test_a_scenario_declares_its_requirements_in_its_own_header(tmp_path):
+    """lab_scenario_requires reads each scenario file's "#   requires:"
+    line; a line that is no mapping or names an unknown key is refused,
+    naming the file."""
+    import lab_topology
+    from ansible.errors import AnsibleFilterError
+
+    req = lab_topology.lab_scenario_requires(sorted(str(p) for p in (REPO / "playbooks/scenarios").glob("*.yml")))
+    assert req["storm"] == {"attention_button": True} and req["jbof-concurrent"]["jbofs"] == 2
+    assert req["runtime-pm"] == {"firmware_on": ["drive", "empty"]} and req["smoke"] == {}
+    for line, needle in (("#   requires: {jbof: 1}", "requires must be a mapping of"),
+                         ("#   requires: [drives]", "requires must be a mapping of"),
+                         ("#   requires: {drives: [}", "is no YAML mapping")):
+        bad = tmp_path / "bad-scenario.yml"
+        bad.write_text(f"# bad-scenario: x\n{line}\n#   setup: y\n- name: x\n")
+        with pytest.raises(AnsibleFilterError, match=re.escape(needle)):
+            lab_topology.lab_scenario_requires([str(bad)])
 
 
 def test_a_tree_too_old_or_built_in_place_is_refused():

@@ -41,10 +41,76 @@ MAX_JBOF_SLOTS = 32          # downstream ports take devices 0..31 on the switch
 # libvirt numbers PCI controllers 0..255 and every bridge needs its own bus:
 # pcie.0, one bus a root port, and a JBOF's upstream and downstream ports.
 MAX_CONTROLLER_INDEX = 255
-# scenarios that need JBOFs: how many
-# scenarios that remove through the Attention Button (device_del)
-BUTTON_SCENARIOS = ("orderly-removal", "storm", "jbof-concurrent")
-JBOF_SCENARIOS = {"jbof-drive-removal": 1, "jbof-yank": 1, "jbof-concurrent": 2}
+# What a scenario needs of the profile is declared in its own file, one
+# header line "#   requires: {...}" (a YAML flow mapping, docs/writing-a-scenario.md),
+# read by lab_scenario_requires; these are the keys it may use.
+REQUIRES = {
+    "attention_button": "it removes through the Attention Button (device_del)",
+    "dpc": "its root ports need the DPC capability (lab_dpc=true, fidelity platform)",
+    "jbofs": "JBOFs with drives, at least this many",
+    "drives": "root-port slots with a drive at boot, at least this many",
+    "firmware_on": "lab_firmware=thunderbolt on a slot of each kind listed: drive (a drive at boot), empty",
+}
+
+
+def lab_scenario_requires(paths):
+    """{scenario name: its requires mapping} from the header of each
+    playbooks/scenarios/<name>.yml given (a file without the line needs
+    nothing). A line that is no mapping, or names an unknown key, is
+    refused, naming the file."""
+    import os
+
+    import yaml
+
+    found = {}
+    for path in paths:
+        name = os.path.basename(path)[:-len(".yml")]
+        need = {}
+        with open(path) as f:
+            for line in f:
+                if not line.startswith("#"):
+                    break
+                m = re.match(r"#\s+requires:\s*(.*)$", line)
+                if m:
+                    try:
+                        need = yaml.safe_load(m.group(1))
+                    except yaml.YAMLError as e:
+                        raise AnsibleFilterError(f"{path}: its requires line is no YAML mapping: {e}") from None
+                    if not isinstance(need, dict) or set(need) - set(REQUIRES):
+                        raise AnsibleFilterError(f"{path}: requires must be a mapping of "
+                                                 f"{', '.join(REQUIRES)}, not {m.group(1)!r}")
+        found[name] = need
+    return found
+
+
+def _check_requires(scenarios, requires, p, drive_numbers, firmware_slots):
+    """Every scenario's requires against the validated profile fields."""
+    pressed = [s for s in scenarios if requires.get(s, {}).get("attention_button")]
+    if pressed and not p["lab_attention_button"]:
+        raise AnsibleFilterError(f"profile field lab_scenarios: {', '.join(pressed)} press the Attention Button, which "
+                                 f"lab_attention_button=false takes away: run them in another profile")
+    for name in scenarios:
+        need = requires.get(name, {})
+        if need.get("dpc") and not p["lab_dpc"]:
+            raise AnsibleFilterError(f"profile field lab_scenarios: {name} needs lab_dpc=true (and so "
+                                     f"lab_platform=fidelity): without it the root ports have no DPC capability")
+        jbofs = need.get("jbofs", 0)
+        if jbofs and (p["lab_jbofs"] < jbofs or not p["lab_jbof_drives"]):
+            raise AnsibleFilterError(f"profile field lab_scenarios: {name} needs at least {jbofs} JBOF(s) with "
+                                     f"drives: set lab_jbofs (now {p['lab_jbofs']}) and lab_jbof_drives "
+                                     f"(now {p['lab_jbof_drives']})")
+        drives = need.get("drives", 0)
+        if len(drive_numbers) < drives:
+            raise AnsibleFilterError(f"profile field lab_scenarios: {name} needs at least {drives} root-port "
+                                     f"slot(s) with a drive at boot: lab_drives is {len(drive_numbers)}")
+        kinds = need.get("firmware_on") or []
+        tb = set(firmware_slots) if p["lab_firmware"] == "thunderbolt" else set()
+        missing = [k for k in kinds if not (tb & set(drive_numbers) if k == "drive" else tb - set(drive_numbers))]
+        if missing:
+            raise AnsibleFilterError(
+                f"profile field lab_scenarios: {name} needs lab_firmware=thunderbolt on a slot with a drive and on "
+                f"an empty slot (missing: {', '.join(missing)}); e.g. -e lab_slots=4 -e lab_drives=2 -e lab_firmware=thunderbolt "
+                f"-e '{{\"lab_firmware_slots\":[2,3]}}'")
 
 
 def _bool(profile, field, default):
@@ -126,18 +192,6 @@ def lab_validate_profile(profile, known_scenarios):
         raise AnsibleFilterError(f"profile field lab_scenarios names unknown scenario(s) "
                                  f"{', '.join(map(str, unknown))}: known are "
                                  f"{', '.join(sorted(known_scenarios))}")
-    pressed = [s for s in scenarios if s in BUTTON_SCENARIOS]
-    if not button and pressed:
-        raise AnsibleFilterError(f"profile field lab_scenarios: {', '.join(pressed)} press the Attention Button, which "
-                                 f"lab_attention_button=false takes away: run them in another profile")
-    if "dpc-surprise-down" in scenarios and not dpc:
-        raise AnsibleFilterError("profile field lab_scenarios: dpc-surprise-down needs lab_dpc=true (and so "
-                                 "lab_platform=fidelity): without it the root ports have no DPC capability")
-    for name in scenarios:
-        need = JBOF_SCENARIOS.get(name)
-        if need and (jbofs < need or not jbof_drives):
-            raise AnsibleFilterError(f"scenario {name} needs at least {need} JBOF(s) with drives: set "
-                                     f"lab_jbofs (now {jbofs}) and lab_jbof_drives (now {jbof_drives})")
     numbers = p.get("lab_slot_numbers") or list(range(1, slots + 1))
     if not isinstance(numbers, list) or len(numbers) != slots:
         raise AnsibleFilterError(f"profile field lab_slot_numbers must list exactly "
@@ -167,6 +221,11 @@ def lab_validate_profile(profile, known_scenarios):
                                      f"(JBOF j uses {JBOF_SLOT_BASE}*j .. {JBOF_SLOT_BASE}*j+lab_jbof_slots): "
                                      f"number root-port slots below {JBOF_SLOT_BASE}")
     firmware, firmware_slots = _firmware(p, numbers)
+    if isinstance(known_scenarios, dict):
+        _check_requires(scenarios, known_scenarios,
+                        {"lab_attention_button": button, "lab_dpc": dpc, "lab_jbofs": jbofs,
+                         "lab_jbof_drives": jbof_drives, "lab_firmware": firmware},
+                        numbers[:drives], firmware_slots)
     aer_errors = p.get("lab_aer_errors", [])
     if not isinstance(aer_errors, list) or not all(
             isinstance(e, str) and re.fullmatch(r"[A-Z][A-Z0-9_]*|0x[0-9a-fA-F]{1,8}", e) for e in aer_errors):
@@ -426,6 +485,7 @@ class FilterModule:
     def filters(self):
         return {
             "lab_validate_profile": lab_validate_profile,
+            "lab_scenario_requires": lab_scenario_requires,
             "lab_slot_map": lab_slot_map,
             "lab_jbof_map": lab_jbof_map,
             "lab_acpi_ports": lab_acpi_ports,
