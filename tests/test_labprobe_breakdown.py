@@ -179,9 +179,9 @@ def test_breakdown_of_a_locked_and_an_early_unbind(labprobe, tmp_path):
 def test_tracepoints_lie_in_their_kprobe_spans(labprobe, tmp_path):
     """The series' "handled" tracepoint comes after the handler's kprobe,
     its state_lock and two log lines, which a debug kernel or a loaded host
-    stretches over ms (debug-rescan1: 5.142 ms); "disconnected" follows
-    pci_dev_set_disconnected()'s return, which a preempted TCG vCPU put
-    5.7 ms after its entry (a CI canary run). Each agrees while it lies
+    stretches over ms (debug-rescan1: 5.142 ms); "disconnected" follows the
+    mark, which a CI canary run saw 5.7 ms after its kprobe (a preempted
+    TCG vCPU, an interrupt or pci_bus_sem). Each agrees while it lies
     between its kprobe and the slot's next kprobe phase, and disagrees by
     how far it lies outside (a tracepoint of another slot's thread, say)."""
     def tp(comm, pid, ts, event, name):

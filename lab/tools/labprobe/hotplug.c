@@ -1305,10 +1305,12 @@ int cmd_collect(int argc, char **argv, struct json_object *out)
 					 * of pciehp_handle_presence_or_link_change(), the
 					 * tracepoint comes after its state_lock and two
 					 * log lines. "disconnected": the kprobe is
-					 * pci_dev_set_disconnected()'s entry, the
-					 * tracepoint follows its return, but a TCG vCPU
-					 * the host preempts, or an interrupt, can put ms
-					 * between the two (ci19-next canary: 5.7 ms). */
+					 * pci_dev_set_disconnected()'s entry (or, where
+					 * that cannot be probed, pciehp_unconfigure_device's),
+					 * the tracepoint follows the mark; a TCG vCPU the
+					 * host preempts, an interrupt, or pci_walk_bus()
+					 * waiting for pci_bus_sem can put ms between the
+					 * two (a CI canary run: 5.7 ms). */
 					hi = next_phase(&slots[i], tps[k].kprobe, kp);
 					off = tv < kp ? kp - tv : (tv > hi ? tv - hi : 0);
 					if (expected && tv >= 0 && kp >= 0 && off * 1e3 > agree[k])
