@@ -50,7 +50,8 @@ def own_tree():
         git("init", "-q")
         git("config", "user.email", "lab@pciehp-lab.invalid")
         git("config", "user.name", "pciehp-lab test")
-        git("add", "-A")
+        # -f: Debian's .gitignore ignores everything at the top level
+        git("add", "-A", "-f")
         git("commit", "-q", "-m", "base: Debian's linux-source")
         edit("drivers/pci/hotplug/pciehp_core.c", "\tretval = pcie_port_service_register(&hpdriver_portdrv);",
              f'\tpr_info("{MARKER}\\n");\n\tretval = pcie_port_service_register(&hpdriver_portdrv);')
