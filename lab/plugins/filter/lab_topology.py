@@ -50,6 +50,8 @@ REQUIRES = {
     "jbofs": "JBOFs with drives, at least this many",
     "drives": "root-port slots with a drive at boot, at least this many",
     "firmware_on": "lab_firmware=thunderbolt on a slot of each kind listed: drive (a drive at boot), empty",
+    "empty_slots": "root-port slots without a drive at boot, at least this many",
+    "pci_hole64_mib": "lab_pci_hole64_mib exactly this (0: no 64-bit PCI window)",
 }
 
 
@@ -103,6 +105,15 @@ def _check_requires(scenarios, requires, p, drive_numbers, firmware_slots):
         if len(drive_numbers) < drives:
             raise AnsibleFilterError(f"profile field lab_scenarios: {name} needs at least {drives} root-port "
                                      f"slot(s) with a drive at boot: lab_drives is {len(drive_numbers)}")
+        empty = need.get("empty_slots", 0)
+        if p["lab_slots"] - len(drive_numbers) < empty:
+            raise AnsibleFilterError(f"profile field lab_scenarios: {name} needs at least {empty} root-port slot(s) "
+                                     f"without a drive at boot: lab_slots={p['lab_slots']}, "
+                                     f"lab_drives={len(drive_numbers)}")
+        if "pci_hole64_mib" in need and p["lab_pci_hole64_mib"] != need["pci_hole64_mib"]:
+            raise AnsibleFilterError(f"profile field lab_scenarios: {name} needs lab_pci_hole64_mib="
+                                     f"{need['pci_hole64_mib']} (now {p['lab_pci_hole64_mib']}): "
+                                     f"{REQUIRES['pci_hole64_mib']}")
         kinds = need.get("firmware_on") or []
         tb = set(firmware_slots) if p["lab_firmware"] == "thunderbolt" else set()
         missing = [k for k in kinds if not (tb & set(drive_numbers) if k == "drive" else tb - set(drive_numbers))]
@@ -224,7 +235,8 @@ def lab_validate_profile(profile, known_scenarios):
     if isinstance(known_scenarios, dict):
         _check_requires(scenarios, known_scenarios,
                         {"lab_attention_button": button, "lab_dpc": dpc, "lab_jbofs": jbofs,
-                         "lab_jbof_drives": jbof_drives, "lab_firmware": firmware},
+                         "lab_jbof_drives": jbof_drives, "lab_firmware": firmware, "lab_slots": slots,
+                         "lab_pci_hole64_mib": int(p.get("lab_pci_hole64_mib", -1))},
                         numbers[:drives], firmware_slots)
     aer_errors = p.get("lab_aer_errors", [])
     if not isinstance(aer_errors, list) or not all(

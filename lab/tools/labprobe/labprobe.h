@@ -187,6 +187,8 @@ int cmd_pm(int argc, char **argv, struct json_object *out);
 int cmd_absent(int argc, char **argv, struct json_object *out);
 int cmd_pme(int argc, char **argv, struct json_object *out);
 int cmd_dpc(int argc, char **argv, struct json_object *out);
+/* bars.c: slot windows, BARs and their assignment (moving BARs) */
+int cmd_bars(int argc, char **argv, struct json_object *out);
 /* rescan.c: a bus rescan loop beside a scenario; /proc/lock_stat rows */
 int cmd_rescan_loop(int argc, char **argv, struct json_object *out);
 int cmd_lockstat(int argc, char **argv, struct json_object *out);

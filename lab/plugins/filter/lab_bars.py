@@ -1,0 +1,124 @@
+"""bar-squeeze's metrics (issue 23, moving BARs) from its iteration
+reports: labprobe bars before and after the hot-add of a drive whose BAR
+does not fit, per slot."""
+
+
+def _functions(bars_report):
+    """{slot: {dev: {bar index: (start, size, assigned)}}} of one labprobe
+    bars report, and {slot: windows}"""
+    funcs, windows = {}, {}
+    for s in (bars_report or {}).get("slots") or []:
+        slot = str(s.get("slot"))
+        windows[slot] = s.get("windows") or []
+        funcs[slot] = {f["dev"]: {b["index"]: (b["start"], b["size"], b["assigned"]) for b in f.get("bars", [])}
+                       for f in s.get("functions") or []}
+    return funcs, windows
+
+
+def _moved(before, after, skip):
+    """Every neighbour BAR whose address changed between the two views."""
+    out = []
+    for slot, devs in before.items():
+        if slot == skip:
+            continue
+        for dev, bars in devs.items():
+            for index, (start, size, _) in bars.items():
+                now = ((after.get(slot) or {}).get(dev) or {}).get(index)
+                if now and now[0] != start:
+                    out.append({"slot": slot, "dev": dev, "bar": index, "size": size, "before": start,
+                                "after": now[0]})
+    return out
+
+
+def lab_bar_squeeze_metrics(reports, slot, cmb_mib):
+    """Per iteration: the new drive (its BARs, driver, kernel lines), the
+    neighbours' BARs that moved, the port windows before and after, the
+    free blocks the new BAR had before the add; the first iteration's
+    /proc/iomem before and after."""
+    slot = str(slot)
+    its = []
+    iomem = {}
+    for i, rep in enumerate(reports):
+        steps = rep.get("steps") or {}
+        before, after = steps.get("before") or {}, steps.get("after") or {}
+        fb, wb = _functions(before)
+        fa, wa = _functions(after)
+        new = next((s for s in after.get("slots") or [] if str(s.get("slot")) == slot), {})
+        funcs = new.get("functions") or []
+        its.append({
+            "new_device": [{"dev": f.get("dev"), "driver": f.get("driver"), "bars": f.get("bars"),
+                            "unassigned": f.get("unassigned"), "log": f.get("log")} for f in funcs],
+            "assigned": bool(funcs) and all(f.get("unassigned") == 0 for f in funcs),
+            "bound": bool(funcs) and all(f.get("driver") for f in funcs),
+            "moved": _moved(fb, fa, slot),
+            "windows_before": wb, "windows_after": wa,
+            "squeeze": rep.get("squeeze"),
+        })
+        if i == 0:
+            iomem = {"before": before.get("iomem"), "after": after.get("iomem")}
+    return {"slot": int(slot), "cmb_mib": int(cmb_mib), "iterations": its,
+            "assigned": sum(1 for x in its if x["assigned"]), "bound": sum(1 for x in its if x["bound"]),
+            "moved_bars": sum(len(x["moved"]) for x in its), "iomem_first": iomem}
+
+
+def _iomem(lines):
+    """[(start, end, depth, name)] of /proc/iomem lines"""
+    out = []
+    for line in lines or []:
+        depth = (len(line) - len(line.lstrip(" "))) // 2
+        span, _, name = line.strip().partition(" : ")
+        a, _, b = span.partition("-")
+        try:
+            out.append((int(a, 16), int(b, 16), depth, name))
+        except ValueError:
+            continue
+    return out
+
+
+def free_aligned_blocks(iomem_lines, size):
+    """Blocks of `size` bytes, aligned to `size` (a BAR's), that lie in the
+    host bridge's windows (top-level "PCI Bus 0000:00") and overlap none of
+    their children: where a BAR of that size could go without moving one."""
+    res = _iomem(iomem_lines)
+    free = []
+    for i, (start, end, depth, name) in enumerate(res):
+        if depth != 0 or name != "PCI Bus 0000:00":
+            continue
+        kids = []
+        for s, e, d, _ in res[i + 1:]:
+            if d == 0:
+                break
+            if d == 1:
+                kids.append((s, e))
+        at = (start + size - 1) // size * size
+        while at + size - 1 <= end:
+            if not any(s <= at + size - 1 and at <= e for s, e in kids):
+                free.append(f"{at:#x}-{at + size - 1:#x}")
+            at += size
+    return free
+
+
+def lab_bar_squeeze_setup(report, cmb_mib):
+    """bar-squeeze's own check of an iteration (lab_step_reports' report):
+    the squeeze was set up, i.e. before the add no free block of the new
+    BAR's size and alignment (the CMB rounded up to a power of two) was
+    left in the host bridge's windows. Else the add proves nothing about
+    moving BARs: a finding of kind setup."""
+    size = 1 << (max(int(cmb_mib), 1) * 2**20 - 1).bit_length()
+    before = (report.get("steps") or {}).get("before") or {}
+    if not before.get("iomem"):
+        return report
+    free = free_aligned_blocks(before["iomem"], size)
+    report = dict(report, squeeze={"bar_size": size, "free_blocks_before": free})
+    if free:
+        report["ok"] = False
+        report["findings"] = report["findings"] + [{
+            "kind": "setup", "line": f"no squeeze: {len(free)} free block(s) of {size:#x} bytes were left for the new "
+                                     f"BAR before the add ({', '.join(free[:4])})", "context": []}]
+    return report
+
+
+class FilterModule:
+    def filters(self):
+        return {"lab_bar_squeeze_metrics": lab_bar_squeeze_metrics,
+                "lab_bar_squeeze_setup": lab_bar_squeeze_setup}

@@ -1,0 +1,77 @@
+"""bar-squeeze's filters (lab/plugins/filter/lab_bars.py): where a BAR
+could go in /proc/iomem, the squeeze check that fails an iteration that
+squeezed nothing, and the metrics of moved BARs."""
+
+import sys
+
+from conftest import REPO
+
+sys.path.insert(0, str(REPO / "lab/plugins/filter"))
+import lab_bars  # noqa: E402
+
+# a 1 GiB guest without a 64-bit window, after the blocker's hot-add
+# (bs2-like): the only 1 GiB-aligned block, [0x40000000, 0x7fffffff],
+# holds the blocker's port window
+IOMEM = """00000000-00000fff : Reserved
+00100000-3ffdcfff : System RAM
+40000000-afffffff : PCI Bus 0000:00
+  40000000-4fffffff : PCI Bus 0000:05
+    40000000-4fffffff : 0000:05:00.0
+      40000000-4fffffff : nvme
+b0000000-bfffffff : PCI MMCONFIG 0000 [bus 00-ff]
+c0000000-febfffff : PCI Bus 0000:00
+  fd000000-fd1fffff : PCI Bus 0000:06
+  fd200000-fd3fffff : PCI Bus 0000:05
+fec00000-fec003ff : IOAPIC 0""".splitlines()
+GIB = 1 << 30
+
+
+def test_free_blocks_are_aligned_inside_the_host_bridge_and_clear_of_its_children():
+    assert lab_bars.free_aligned_blocks(IOMEM, GIB) == []
+    assert lab_bars.free_aligned_blocks(IOMEM, GIB // 2) == [
+        "0x60000000-0x7fffffff", "0x80000000-0x9fffffff", "0xc0000000-0xdfffffff"]
+    # without the blocker the 1 GiB block is free
+    assert lab_bars.free_aligned_blocks([x for x in IOMEM if ":05" not in x and "nvme" not in x], GIB) == [
+        "0x40000000-0x7fffffff"]
+    # MMCONFIG and the IOAPIC are no host bridge window
+    blocks = [tuple(int(x, 16) for x in b.split("-")) for b in lab_bars.free_aligned_blocks(IOMEM, 16 << 20)]
+    assert blocks and all(e < 0xb0000000 or (s >= 0xc0000000 and e < 0xfec00000) for s, e in blocks)
+    assert not any(s <= 0xfd3fffff and 0xfd000000 <= e for s, e in blocks), "over the ports' windows"
+
+
+def report(iomem, ok=False):
+    return {"ok": ok, "findings": [] if ok else [{"kind": "step", "line": "after failed (exit 1): bars-assigned",
+                                                   "context": []}],
+            "steps": {"before": {"iomem": iomem}, "after": {}}}
+
+
+def test_an_iteration_that_squeezed_nothing_fails_as_setup():
+    r = lab_bars.lab_bar_squeeze_setup(report(IOMEM), 1024)
+    assert [f["kind"] for f in r["findings"]] == ["step"] and r["squeeze"]["free_blocks_before"] == []
+    # a CMB that is no power of two is rounded up, as QEMU sizes the BAR
+    assert lab_bars.lab_bar_squeeze_setup(report(IOMEM), 1000)["squeeze"]["bar_size"] == GIB
+    r = lab_bars.lab_bar_squeeze_setup(report(IOMEM, ok=True), 512)
+    assert not r["ok"] and r["findings"][0]["kind"] == "setup" and "3 free block(s)" in r["findings"][0]["line"]
+
+
+def bars_view(slot_bars):
+    return {"slots": [{"slot": s, "windows": [], "functions": [
+        {"dev": d, "driver": "nvme", "unassigned": sum(1 for b in bars if not b["assigned"]), "bars": bars}]}
+        for s, (d, bars) in slot_bars.items()], "iomem": IOMEM}
+
+
+def bar(index, start, size, assigned=True):
+    return {"index": index, "start": start, "size": size, "assigned": assigned, "kind": "pref64"}
+
+
+def test_metrics_name_the_bars_that_moved_and_the_new_drive():
+    before = bars_view({"5": ("0000:05:00.0", [bar(2, "0x40000000", 1 << 28)])})
+    after = bars_view({"5": ("0000:05:00.0", [bar(2, "0x80000000", 1 << 28)]),
+                       "6": ("0000:06:00.0", [bar(0, "0xfd000000", 16384), bar(2, "0x0", GIB, False)])})
+    rep = {"ok": False, "findings": [], "steps": {"before": before, "after": after}, "squeeze": {"bar_size": GIB}}
+    m = lab_bars.lab_bar_squeeze_metrics([rep], 6, 1024)
+    (it,) = m["iterations"]
+    assert it["moved"] == [{"slot": "5", "dev": "0000:05:00.0", "bar": 2, "size": 1 << 28,
+                            "before": "0x40000000", "after": "0x80000000"}]
+    assert not it["assigned"] and it["bound"] and m["assigned"] == 0 and m["moved_bars"] == 1
+    assert it["new_device"][0]["unassigned"] == 1 and m["iomem_first"]["before"] == IOMEM
