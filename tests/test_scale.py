@@ -267,6 +267,21 @@ def test_a_lost_vm_fails_the_scenario_it_was_in_and_skips_the_rest():
     assert recs[0]["findings"][0]["kind"] == "vm-failed" and "storm iteration 2/5" in recs[0]["findings"][0]["line"]
 
 
+def test_a_vm_whose_lab_task_failed_is_not_called_lost_by_its_agent():
+    """bs3: an undefined variable in a scenario ended the VM's run, and the
+    results said its guest agent stopped answering. scenario-run.yml keeps
+    the failed task's message (lab_vm_error); the watchdog's reason, when it
+    has one, still comes first."""
+    err = "task 'Bar-squeeze | start' failed: 'squeeze_drives' is undefined"
+    f = lab_scale.lab_vm_failure("vm1", "patched", "localhost", {"scenario": "bar-squeeze"}, {}, [], False, err)
+    assert f["reason"] == "a task of the lab failed: " + err
+    f = lab_scale.lab_vm_failure("vm1", "patched", "localhost", {}, {}, [], False)
+    assert "guest agent stopped answering" in f["reason"]
+    f = lab_scale.lab_vm_failure("vm1", "patched", "localhost", {}, {"reason": "the domain is no longer running"},
+                                 [], False, err)
+    assert f["reason"] == "the domain is no longer running"
+
+
 def test_a_lost_vm_says_what_its_console_showed():
     """A soft lockup or an RCU stall is named as such, not as a panic, and
     the status line carries the console's key lines."""

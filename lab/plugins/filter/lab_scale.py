@@ -30,13 +30,15 @@ def _console_trouble(lines):
                 "a kernel backtrace" if text else "")
 
 
-def lab_vm_failure(vm, variant, hypervisor, at, watchdog, console_tail, kernel_log):
+def lab_vm_failure(vm, variant, hypervisor, at, watchdog, console_tail, kernel_log, error=None):
     """The failure record of a VM that stopped during the scenarios: where
-    (scenario and iteration it was in), why (the watchdog's reason, or a
-    kernel panic its console shows), and the files that hold the evidence."""
+    (scenario and iteration it was in), why (the watchdog's reason, a task
+    of the lab that failed, or a kernel panic its console shows), and the
+    files that hold the evidence."""
     watchdog = watchdog or {}
     panic = _trouble_lines(console_tail)
-    reason = watchdog.get("reason") or "Ansible lost the VM (its guest agent stopped answering)"
+    reason = watchdog.get("reason") or (f"a task of the lab failed: {error}" if error else
+                                        "Ansible lost the VM (its guest agent stopped answering)")
     seen = _console_trouble(panic)
     if seen and seen not in reason:
         reason += "; the console shows " + seen
