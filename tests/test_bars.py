@@ -46,11 +46,11 @@ def report(iomem, ok=False):
 
 
 def test_an_iteration_that_squeezed_nothing_fails_as_setup():
-    r = lab_bars.lab_bar_squeeze_setup(report(IOMEM), 1024)
+    r = lab_bars.lab_bar_squeeze_judge(report(IOMEM), 6, 1024)
     assert [f["kind"] for f in r["findings"]] == ["step"] and r["squeeze"]["free_blocks_before"] == []
     # a CMB that is no power of two is rounded up, as QEMU sizes the BAR
-    assert lab_bars.lab_bar_squeeze_setup(report(IOMEM), 1000)["squeeze"]["bar_size"] == GIB
-    r = lab_bars.lab_bar_squeeze_setup(report(IOMEM, ok=True), 512)
+    assert lab_bars.lab_bar_squeeze_judge(report(IOMEM), 6, 1000)["squeeze"]["bar_size"] == GIB
+    r = lab_bars.lab_bar_squeeze_judge(report(IOMEM, ok=True), 6, 512)
     assert not r["ok"] and r["findings"][0]["kind"] == "setup" and "3 free block(s)" in r["findings"][0]["line"]
 
 
@@ -62,6 +62,24 @@ def bars_view(slot_bars):
 
 def bar(index, start, size, assigned=True):
     return {"index": index, "start": start, "size": size, "assigned": assigned, "kind": "pref64"}
+
+
+def test_a_bar_taken_from_under_its_bound_driver_fails_the_iteration():
+    """bs4, iteration 2: the hot-add's retry released the blocker's port
+    window, and with it the blocker's BAR 2, while nvme was bound to it; the
+    new drive got 0x40000000. That is no pass: a bar-released finding."""
+    before = bars_view({"5": ("0000:05:00.0", [bar(2, "0x40000000", 1 << 28)])})
+    after = bars_view({"5": ("0000:05:00.0", [bar(2, "0x0", 1 << 28, False)]),
+                       "6": ("0000:06:00.0", [bar(0, "0x80000000", 16384), bar(2, "0x40000000", GIB)])})
+    rep = {"ok": True, "findings": [], "steps": {"before": before, "after": after}}
+    r = lab_bars.lab_bar_squeeze_judge(rep, 6, 1024)
+    (f,) = r["findings"]
+    assert not r["ok"] and f["kind"] == "bar-released"
+    assert f["line"] == ("slot 5: 0000:05:00.0 BAR 2 (0x10000000 bytes at 0x40000000) was released for the "
+                         "hot-add while nvme was bound to it")
+    # the same BAR unassigned with no driver bound is no such finding
+    after["slots"][0]["functions"][0]["driver"] = None
+    assert lab_bars.lab_bar_squeeze_judge(dict(rep, findings=[]), 6, 1024)["findings"] == []
 
 
 def test_metrics_name_the_bars_that_moved_and_the_new_drive():

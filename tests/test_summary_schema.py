@@ -45,6 +45,8 @@ def test_the_schema_refuses_what_a_verdict_must_not_be():
     bad = copy.deepcopy(good)
     bad["scenarios"][rec]["findings"] = [{"kind": "warning", "line": "WARNING: x", "context": []}]
     assert any("findings" in e for e in errors(bad)), "a pass with a finding"
+    bad["scenarios"][rec]["findings"][0]["kind"] = "race"
+    assert not errors(bad), "quick-swap's races are reported in a passing record"
     bad = copy.deepcopy(good)
     bad["scenarios"][rec]["status"] = "fail"
     assert any("findings" in e for e in errors(bad)), "a failure that names nothing"

@@ -52,13 +52,14 @@ def lab_bar_squeeze_metrics(reports, slot, cmb_mib):
             "bound": bool(funcs) and all(f.get("driver") for f in funcs),
             "moved": _moved(fb, fa, slot),
             "windows_before": wb, "windows_after": wa,
-            "squeeze": rep.get("squeeze"),
+            "squeeze": rep.get("squeeze"), "released": rep.get("released"),
         })
         if i == 0:
             iomem = {"before": before.get("iomem"), "after": after.get("iomem")}
     return {"slot": int(slot), "cmb_mib": int(cmb_mib), "iterations": its,
             "assigned": sum(1 for x in its if x["assigned"]), "bound": sum(1 for x in its if x["bound"]),
-            "moved_bars": sum(len(x["moved"]) for x in its), "iomem_first": iomem}
+            "moved_bars": sum(len(x["moved"]) for x in its),
+            "released_bars": sum(len(x["released"] or []) for x in its), "iomem_first": iomem}
 
 
 def _iomem(lines):
@@ -98,27 +99,59 @@ def free_aligned_blocks(iomem_lines, size):
     return free
 
 
-def lab_bar_squeeze_setup(report, cmb_mib):
-    """bar-squeeze's own check of an iteration (lab_step_reports' report):
-    the squeeze was set up, i.e. before the add no free block of the new
-    BAR's size and alignment (the CMB rounded up to a power of two) was
-    left in the host bridge's windows. Else the add proves nothing about
-    moving BARs: a finding of kind setup."""
+def _released(before, after, skip):
+    """Neighbour BARs assigned before the add and unassigned after it while
+    their function still has its driver: taken from under a bound driver."""
+    out = []
+    for s in (after or {}).get("slots") or []:
+        slot = str(s.get("slot"))
+        if slot == skip:
+            continue
+        was = _functions(before)[0].get(slot) or {}
+        for f in s.get("functions") or []:
+            for b in f.get("bars") or []:
+                old = (was.get(f["dev"]) or {}).get(b["index"])
+                if old and old[2] and not b["assigned"] and f.get("driver"):
+                    out.append({"slot": slot, "dev": f["dev"], "bar": b["index"], "size": b["size"],
+                                "before": old[0], "driver": f["driver"]})
+    return out
+
+
+def lab_bar_squeeze_judge(report, slot, cmb_mib):
+    """bar-squeeze's own checks of an iteration (a steps report):
+    - the squeeze was set up: before the add no free block of the new BAR's
+      size and alignment (the CMB rounded up to a power of two) was left in
+      the host bridge's windows; else the add proves nothing about moving
+      BARs (finding: setup);
+    - no neighbour lost a BAR under its bound driver: a window released to
+      make room for the new device takes the BARs below it along, and the
+      driver keeps using addresses its device no longer decodes (finding:
+      bar-released; bs4 saw 6.1 do it on the second hot-add)."""
     size = 1 << (max(int(cmb_mib), 1) * 2**20 - 1).bit_length()
-    before = (report.get("steps") or {}).get("before") or {}
+    steps = report.get("steps") or {}
+    before, after = steps.get("before") or {}, steps.get("after") or {}
     if not before.get("iomem"):
         return report
     free = free_aligned_blocks(before["iomem"], size)
-    report = dict(report, squeeze={"bar_size": size, "free_blocks_before": free})
+    released = _released(before, after, str(slot))
+    report = dict(report, squeeze={"bar_size": size, "free_blocks_before": free}, released=released)
+    extra = []
     if free:
+        extra.append({"kind": "setup", "line": f"no squeeze: {len(free)} free block(s) of {size:#x} bytes were left "
+                                               f"for the new BAR before the add ({', '.join(free[:4])})",
+                      "context": []})
+    for r in released:
+        extra.append({"kind": "bar-released",
+                      "line": f"slot {r['slot']}: {r['dev']} BAR {r['bar']} ({r['size']:#x} bytes at {r['before']}) "
+                              f"was released for the hot-add while {r['driver']} was bound to it",
+                      "context": [x for x in (after.get("iomem") or []) if r["dev"] in x or "PCI Bus" in x][:20]})
+    if extra:
         report["ok"] = False
-        report["findings"] = report["findings"] + [{
-            "kind": "setup", "line": f"no squeeze: {len(free)} free block(s) of {size:#x} bytes were left for the new "
-                                     f"BAR before the add ({', '.join(free[:4])})", "context": []}]
+        report["findings"] = report["findings"] + extra
     return report
 
 
 class FilterModule:
     def filters(self):
         return {"lab_bar_squeeze_metrics": lab_bar_squeeze_metrics,
-                "lab_bar_squeeze_setup": lab_bar_squeeze_setup}
+                "lab_bar_squeeze_judge": lab_bar_squeeze_judge}

@@ -116,7 +116,11 @@ def _step_finding(step, kind="step"):
     log = rep.get("log") or []
     if log:
         context = context + ["kernel log since the scenario's start (tail):"] + log[-40:]
-    return {"kind": kind, "line": f"{step['name']} failed (exit {step.get('rc')})", "context": context}
+    # the failed checks' names in the line, as lab_step_reports writes it:
+    # expected failures match on it
+    names = ", ".join(c["name"] for c in rep.get("checks", []) if not c.get("ok"))
+    return {"kind": kind, "line": f"{step['name']} failed (exit {step.get('rc')})" + (f": {names}" if names else ""),
+            "context": context}
 
 
 def lab_steps_report(results, names):
