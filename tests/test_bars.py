@@ -39,6 +39,20 @@ def test_free_blocks_are_aligned_inside_the_host_bridge_and_clear_of_its_childre
     assert not any(s <= 0xfd3fffff and 0xfd000000 <= e for s, e in blocks), "over the ports' windows"
 
 
+def test_the_new_devices_own_port_window_counts_as_free():
+    """bar-squeeze1, iteration 3: the target port still held the 1 GiB
+    window an earlier add had grown; that block is the new device's to use,
+    so nothing was squeezed: a setup finding, not a pass."""
+    lines = IOMEM[:3] + ["  40000000-7fffffff : PCI Bus 0000:06"] + IOMEM[6:]
+    assert lab_bars.free_aligned_blocks(lines, GIB) == []
+    assert lab_bars.free_aligned_blocks(lines, GIB, [(0x40000000, 0x7fffffff)]) == ["0x40000000-0x7fffffff"]
+    rep = {"ok": True, "findings": [], "steps": {"after": {}, "before": {"iomem": lines, "slots": [
+        {"slot": "6", "windows": [{"start": "0x40000000", "end": "0x7fffffff", "assigned": True},
+                                  {"start": "0x0", "end": "0x0", "assigned": False}]}]}}}
+    r = lab_bars.lab_bar_squeeze_judge(rep, 6, 1024)
+    assert [f["kind"] for f in r["findings"]] == ["setup"] and "0x40000000-0x7fffffff" in r["findings"][0]["line"]
+
+
 def report(iomem, ok=False):
     return {"ok": ok, "findings": [] if ok else [{"kind": "step", "line": "after failed (exit 1): bars-assigned",
                                                    "context": []}],

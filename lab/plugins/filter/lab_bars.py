@@ -76,10 +76,12 @@ def _iomem(lines):
     return out
 
 
-def free_aligned_blocks(iomem_lines, size):
+def free_aligned_blocks(iomem_lines, size, own=()):
     """Blocks of `size` bytes, aligned to `size` (a BAR's), that lie in the
     host bridge's windows (top-level "PCI Bus 0000:00") and overlap none of
-    their children: where a BAR of that size could go without moving one."""
+    their children but the (start, end) ranges in own (the new device's
+    port's windows, which are its to use): where a BAR of that size could go
+    without moving another device's."""
     res = _iomem(iomem_lines)
     free = []
     for i, (start, end, depth, name) in enumerate(res):
@@ -89,7 +91,7 @@ def free_aligned_blocks(iomem_lines, size):
         for s, e, d, _ in res[i + 1:]:
             if d == 0:
                 break
-            if d == 1:
+            if d == 1 and (s, e) not in own:
                 kids.append((s, e))
         at = (start + size - 1) // size * size
         while at + size - 1 <= end:
@@ -121,8 +123,10 @@ def lab_bar_squeeze_judge(report, slot, cmb_mib):
     """bar-squeeze's own checks of an iteration (a steps report):
     - the squeeze was set up: before the add no free block of the new BAR's
       size and alignment (the CMB rounded up to a power of two) was left in
-      the host bridge's windows; else the add proves nothing about moving
-      BARs (finding: setup);
+      the host bridge's windows, the new device's port's own windows
+      counting as free (a window an earlier add grew stays with its port:
+      bar-squeeze1's third iteration); else the add proves nothing about
+      moving BARs (finding: setup);
     - no neighbour lost a BAR under its bound driver: a window released to
       make room for the new device takes the BARs below it along, and the
       driver keeps using addresses its device no longer decodes (finding:
@@ -132,7 +136,9 @@ def lab_bar_squeeze_judge(report, slot, cmb_mib):
     before, after = steps.get("before") or {}, steps.get("after") or {}
     if not before.get("iomem"):
         return report
-    free = free_aligned_blocks(before["iomem"], size)
+    port = next((x for x in before.get("slots") or [] if str(x.get("slot")) == str(slot)), {})
+    own = [(int(w["start"], 16), int(w["end"], 16)) for w in port.get("windows") or [] if w.get("assigned")]
+    free = free_aligned_blocks(before["iomem"], size, own)
     released = _released(before, after, str(slot))
     report = dict(report, squeeze={"bar_size": size, "free_blocks_before": free}, released=released)
     extra = []
