@@ -107,3 +107,20 @@ def test_dpc_tables_match_their_result_file():
                     assert cell == dpc_cell(summary, cells[0], variant), (lines[0], cells[0], variant)
                 found += 1
     assert found >= 3
+
+
+def test_the_edit_loop_table_matches_its_result_files():
+    """docs/measurements.md's edit-loop table: each row's phases from
+    reference-results/edit-loop1/<path>/summary.json and its wall time from
+    times.txt."""
+    text = (REPO / "docs/measurements.md").read_text()
+    rows = [line for line in text.splitlines() if line.startswith("| `lab_kernel_tree`")]
+    assert len(rows) == 2, rows
+    times = (REPO / "reference-results/edit-loop1/times.txt").read_text()
+    for row, path, run in zip(rows, ("tree", "quick"), ("edit-loop2", "edit-loop4")):
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        phases = json.loads((REPO / f"reference-results/edit-loop1/{path}/summary.json").read_text())["phases"]
+        want = [phases[p] for p in ("kernel", "image", "define", "boot", "scenario:bulk-surprise-removal")]
+        assert [float(c) for c in cells[2:]] == [round(x, 1) for x in want], (path, cells)
+        (wall,) = re.findall(rf"\({run}[^)]*\): ([0-9.]+) s wall", times)
+        assert float(cells[1]) == round(float(wall), 1), (path, cells[1], wall)
