@@ -85,6 +85,16 @@ def lab_scenario_requires(paths):
     return found
 
 
+def _repo_requires():
+    """lab_scenario_requires of this checkout's playbooks/scenarios/*.yml."""
+    import glob
+    import os
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    return lab_scenario_requires(sorted(glob.glob(os.path.join(here, "..", "..", "..", "playbooks", "scenarios",
+                                                               "*.yml"))))
+
+
 def _check_requires(scenarios, requires, p, drive_numbers, firmware_slots):
     """Every scenario's requires against the validated profile fields."""
     pressed = [s for s in scenarios if requires.get(s, {}).get("attention_button")]
@@ -232,12 +242,14 @@ def lab_validate_profile(profile, known_scenarios):
                                      f"(JBOF j uses {JBOF_SLOT_BASE}*j .. {JBOF_SLOT_BASE}*j+lab_jbof_slots): "
                                      f"number root-port slots below {JBOF_SLOT_BASE}")
     firmware, firmware_slots = _firmware(p, numbers)
-    if isinstance(known_scenarios, dict):
-        _check_requires(scenarios, known_scenarios,
-                        {"lab_attention_button": button, "lab_dpc": dpc, "lab_jbofs": jbofs,
-                         "lab_jbof_drives": jbof_drives, "lab_firmware": firmware, "lab_slots": slots,
-                         "lab_pci_hole64_mib": int(p.get("lab_pci_hole64_mib", -1))},
-                        numbers[:drives], firmware_slots)
+    # a caller with names only (tests, tools) gets the requirements the
+    # scenario files of this checkout declare
+    requires = known_scenarios if isinstance(known_scenarios, dict) else _repo_requires()
+    _check_requires(scenarios, requires,
+                    {"lab_attention_button": button, "lab_dpc": dpc, "lab_jbofs": jbofs,
+                     "lab_jbof_drives": jbof_drives, "lab_firmware": firmware, "lab_slots": slots,
+                     "lab_pci_hole64_mib": int(p.get("lab_pci_hole64_mib", -1))},
+                    numbers[:drives], firmware_slots)
     aer_errors = p.get("lab_aer_errors", [])
     if not isinstance(aer_errors, list) or not all(
             isinstance(e, str) and re.fullmatch(r"[A-Z][A-Z0-9_]*|0x[0-9a-fA-F]{1,8}", e) for e in aer_errors):
