@@ -287,10 +287,7 @@ int cmd_bars(int argc, char **argv, struct json_object *out)
 				expect |= !strcmp(bound[k], names[i]);
 			bars_slot(names[i], expect, (unsigned long long)since, slots, &c);
 		}
-		findings = since_given ? findings_scan((unsigned long long)since, 8) : json_object_new_array();
-		if (since_given)
-			check(&c, json_object_array_length(findings) == 0, "kernel-log-clean",
-			      "%zu finding(s) after kmsg seq %ld", json_object_array_length(findings), since);
+		findings = findings_check(&c, since_given, since);
 		if (!c.failed || now_mono() - start >= timeout)
 			break;
 		usleep(500000);

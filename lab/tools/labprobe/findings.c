@@ -496,3 +496,16 @@ int cmd_findings(int argc, char **argv, struct json_object *out)
 	json_object_object_add(out, "findings", f);
 	return json_object_array_length(f) ? 1 : 0;
 }
+
+/* The kernel log's findings after since (none looked for without it) and
+ * the check that there are none: the look of view and bars */
+struct json_object *findings_check(struct checks *c, bool since_given, long since)
+{
+	struct json_object *findings = since_given ? findings_scan((unsigned long long)since, 8)
+						   : json_object_new_array();
+
+	if (since_given)
+		check(c, json_object_array_length(findings) == 0, "kernel-log-clean",
+		      "%zu finding(s) after kmsg seq %ld", json_object_array_length(findings), since);
+	return findings;
+}

@@ -85,6 +85,9 @@ bool bus_has_device(int bus);
 /* findings.c: kernel log lines that fail a scenario. A log that cannot
  * be read is a finding of kind "kmsg-error", never a clean log. */
 struct json_object *findings_scan(unsigned long long since_seq, int context);
+/* findings_scan after since when since_given, with its kernel-log-clean check */
+struct checks;
+struct json_object *findings_check(struct checks *c, bool since_given, long since);
 /* the findings of the records after since_seq in none of the ranges
  * ((from, to] each); adds unscanned_records and last_seq to out */
 struct json_object *findings_scan_unscanned(unsigned long long since_seq, const unsigned long long (*ranges)[2],

@@ -306,10 +306,7 @@ int cmd_view(int argc, char **argv, struct json_object *out)
 		for (int i = 0; i < nslots; i++)
 			view_slot(names[i], expect_for[i], slots, &c);
 		stale_ctrls(out, &c);
-		findings = since_given ? findings_scan((unsigned long long)since, 8) : json_object_new_array();
-		if (since_given)
-			check(&c, json_object_array_length(findings) == 0, "kernel-log-clean",
-			      "%zu finding(s) after kmsg seq %ld", json_object_array_length(findings), since);
+		findings = findings_check(&c, since_given, since);
 		if (!c.failed || now_mono() - start >= timeout)
 			break;
 		usleep(200000);
