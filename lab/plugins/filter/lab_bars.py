@@ -105,11 +105,12 @@ def _released(before, after, skip):
     """Neighbour BARs assigned before the add and unassigned after it while
     their function still has its driver: taken from under a bound driver."""
     out = []
+    funcs_before = _functions(before)[0]
     for s in (after or {}).get("slots") or []:
         slot = str(s.get("slot"))
         if slot == skip:
             continue
-        was = _functions(before)[0].get(slot) or {}
+        was = funcs_before.get(slot) or {}
         for f in s.get("functions") or []:
             for b in f.get("bars") or []:
                 old = (was.get(f["dev"]) or {}).get(b["index"])
