@@ -386,10 +386,15 @@ def lab_disconnect_metrics(passes, runs, platform):
     is the median of a size's yanks and T_runs_ms all of them in run order;
     phases and breakdown are those of the median yank (the lower median of
     an even count: a yank that happened, median_yank its index among the
-    size's yanks); absent_reads add up every yank of the size."""
+    size's yanks); absent_reads add up every yank of the size.
+    T_over_floor_runs: each yank's T(N) over its own teardown floor (the
+    CPU time of everything but the I/O load and the lab's instruments in
+    that yank's window, divided by the online CPUs, _floors), T_over_floor
+    their median (None when a yank's floor was not measured)."""
     sizes = list(dict.fromkeys(int(n) for n in runs))
     out = {"platform": platform, "sizes": sizes, "yanks_per_size": {}, "T_ms": {}, "T_runs_ms": {},
-           "median_yank": {}, "unmarked_over_marked": {}, "phases": {}, "breakdown": {}, "absent_reads": {}}
+           "median_yank": {}, "unmarked_over_marked": {}, "phases": {}, "breakdown": {}, "absent_reads": {},
+           "T_over_floor": {}, "T_over_floor_runs": {}}
     for timeout, flags in (passes or {}).items():
         for flag, reports in flags.items():
             if len(reports) != len(runs):
@@ -398,10 +403,16 @@ def lab_disconnect_metrics(passes, runs, platform):
             by_size = {}
             for n, rep in zip(runs, reports):
                 by_size.setdefault(str(n), []).append(rep)
-            t, t_runs, pick, ph, bd, ab = {}, {}, {}, {}, {}, {}
+            t, t_runs, pick, ph, bd, ab, fl, flr = {}, {}, {}, {}, {}, {}, {}, {}
             for n, reps in by_size.items():
-                values = [((r.get("steps") or {}).get("collect") or {}).get("last_gone_ms") for r in reps]
+                collects = [((r.get("steps") or {}).get("collect") or {}) for r in reps]
+                values = [c.get("last_gone_ms") for c in collects]
                 t_runs[n] = values
+                # each yank against its own floor (its CPUs' work in its window)
+                flr[n] = [_floors(c.get("last_gone_ms"), c.get("cpu_floor_ms"), c.get("cpu_window"))["T_over"]["teardown"]
+                          for c in collects]
+                known_fl = [v for v in flr[n] if v is not None]
+                fl[n] = round(statistics.median(known_fl), 3) if known_fl and len(known_fl) == len(flr[n]) else None
                 known = sorted((v, i) for i, v in enumerate(values) if v is not None)
                 if known:
                     i = known[(len(known) - 1) // 2][1]
@@ -414,7 +425,8 @@ def lab_disconnect_metrics(passes, runs, platform):
                 ab[n] = _sum_absent([r.get("absent") for r in reps])
                 out["yanks_per_size"][n] = len(reps)
             for key, value in (("T_ms", t), ("T_runs_ms", t_runs), ("median_yank", pick), ("phases", ph),
-                               ("breakdown", bd), ("absent_reads", ab)):
+                               ("breakdown", bd), ("absent_reads", ab), ("T_over_floor", fl),
+                               ("T_over_floor_runs", flr)):
                 out[key].setdefault(timeout, {})[flag] = value
         t = out["T_ms"].get(timeout) or {}
         marked, unmarked = t.get("marked") or {}, t.get("unmarked") or {}
