@@ -11,6 +11,7 @@ from conftest import REPO
 sys.path.insert(0, str(REPO / "lab/plugins/filter"))
 import lab_profile  # noqa: E402
 import lab_results  # noqa: E402
+import lab_scenarios  # noqa: E402
 import lab_topology  # noqa: E402
 from ansible.errors import AnsibleFilterError  # noqa: E402
 
@@ -120,10 +121,10 @@ def test_scenario_list_may_be_a_comma_string():
 def test_step_reports_fail_on_a_failed_or_skipped_step():
     ok = {"rc": 0, "stdout": '{"ok": true, "checks": []}'}
     bad = {"rc": 1, "stdout": '{"ok": false, "checks": [{"name": "x", "ok": false, "detail": "boom"}]}'}
-    assert lab_results.lab_step_reports([ok, ok], ["a", "b"])["ok"]
-    r = lab_results.lab_step_reports([ok, bad], ["a", "b"])
+    assert lab_scenarios.lab_steps_report([ok, ok], ["a", "b"])["ok"]
+    r = lab_scenarios.lab_steps_report([ok, bad], ["a", "b"])
     assert not r["ok"] and "x: boom" in r["findings"][0]["context"]
-    r = lab_results.lab_step_reports([ok, {"skipped": True}], ["a", "b"])
+    r = lab_scenarios.lab_steps_report([ok, {"skipped": True}], ["a", "b"])
     assert not r["ok"] and "not run" in r["findings"][0]["line"]
 
 
@@ -236,13 +237,14 @@ def test_read_json_gives_none_for_missing_or_odd_files(tmp_path):
 
 def test_disconnect_judge_counts_hung_tasks_of_unmarked_passes_only():
     import json
-    from lab_results import lab_disconnect_judge, lab_step_reports
+    from lab_results import lab_disconnect_judge
+    from lab_scenarios import lab_steps_report
     hung = {"kind": "hung-task", "line": "INFO: task irq/24-pciehp:44 blocked for more than 10 seconds."}
 
     def collect(*kernel):
-        # the collect step as lab_step_reports records it: failed on the kernel log alone
+        # the collect step as lab_steps_report records it: failed on the kernel log alone
         out = {"checks": [{"name": "kernel-log-clean", "ok": False, "detail": "findings"}], "findings": list(kernel)}
-        return lab_step_reports([{"rc": 1, "stdout": json.dumps(out)}], ["collect"])
+        return lab_steps_report([{"rc": 1, "stdout": json.dumps(out)}], ["collect"])
     ok = {"ok": True, "findings": []}
     slow = collect(hung, hung)
     bug = collect(hung, {"kind": "bug", "line": "BUG: kernel NULL pointer"})
@@ -259,11 +261,12 @@ def test_disconnect_judge_fails_a_hung_task_that_is_not_a_pciehp_irq_thread():
     """Only the pciehp IRQ threads waiting on the rescan lock are the
     measured symptom: "task fio:812 blocked" is a finding."""
     import json
-    from lab_results import lab_disconnect_judge, lab_step_reports
+    from lab_results import lab_disconnect_judge
+    from lab_scenarios import lab_steps_report
     fio = {"kind": "hung-task", "line": "INFO: task fio:812 blocked for more than 10 seconds."}
     irq = {"kind": "hung-task", "line": "INFO: task irq/24-pciehp:44 blocked for more than 10 seconds."}
     out = {"checks": [{"name": "kernel-log-clean", "ok": False, "detail": "findings"}], "findings": [irq, fio]}
-    rep = lab_step_reports([{"rc": 1, "stdout": json.dumps(out)}], ["collect"])
+    rep = lab_steps_report([{"rc": 1, "stdout": json.dumps(out)}], ["collect"])
     j = lab_disconnect_judge({"50000": {"unmarked": [rep]}}, [32])
     assert not j["reports"][0]["ok"]
     assert fio in j["reports"][0]["findings"] and irq not in j["reports"][0]["findings"]
@@ -490,11 +493,11 @@ def test_a_yank_that_left_its_device_is_a_finding():
     yank = {"rc": 0, "stdout": json.dumps({"command": "remove", "ok": True, "slots": [
         {"slot": "1", "result": "removed", "leftover": "none"},
         {"slot": "2", "result": "removed", "leftover": "deleted"}]})}
-    r = lab_results.lab_step_reports([yank], ["yank"])
+    r = lab_scenarios.lab_steps_report([yank], ["yank"])
     assert not r["ok"] and [f["kind"] for f in r["findings"]] == ["leftover"]
     assert "slot 2" in r["findings"][0]["line"]
     clean = {"rc": 0, "stdout": json.dumps({"ok": True, "slots": [{"slot": "1", "leftover": "none"}]})}
-    assert lab_results.lab_step_reports([clean], ["yank"])["ok"]
+    assert lab_scenarios.lab_steps_report([clean], ["yank"])["ok"]
 
 
 # perf report --stdio --children --sort comm,sym -g none -t "|" of a yank:

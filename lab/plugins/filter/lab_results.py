@@ -66,42 +66,6 @@ def lab_hpslot_serials(stdout):
             if s.get("serial") and s.get("result", "ok") in ("ok", "added")]
 
 
-def lab_step_reports(results, names):
-    """One iteration of a scenario from its registered steps (guest probe
-    and host actuator calls, all printing JSON): ok only when every step ran
-    and exited 0; failed steps and failed checks become findings, and so
-    does a slot that hpslot's yank left behind (leftover)."""
-    steps, findings, ok = {}, [], True
-    for name, r in zip(names, results):
-        if r.get("skipped"):
-            ok = False
-            findings.append({"kind": "step", "line": f"{name}: not run (an earlier step failed)",
-                             "context": []})
-            steps[name] = None
-            continue
-        report = json_object(r.get("stdout", ""))
-        steps[name] = report
-        if r.get("rc") != 0:
-            ok = False
-            failed = [c for c in (report or {}).get("checks", []) if not c.get("ok")]
-            lines = [f"{c['name']}: {c['detail']}" for c in failed] or \
-                (r.get("stderr", "") + "\n" + r.get("stdout", "")).strip().splitlines()[-10:]
-            # the failed checks' names in the line: expected failures match on it
-            names_failed = ", ".join(c["name"] for c in failed)
-            findings.append({"kind": "step", "line": f"{name} failed (exit {r.get('rc')})"
-                             + (f": {names_failed}" if names_failed else ""),
-                             "context": lines[:40]})
-        findings += (report or {}).get("findings", [])
-        # hpslot remove: a device the yank did not remove (QEMU kept it and
-        # hpslot deleted it with device_del) was not surprise-removed
-        for slot in (report or {}).get("slots") or []:
-            if isinstance(slot, dict) and slot.get("leftover") not in (None, "none"):
-                findings.append({"kind": "leftover", "line": f"{name}: slot {slot.get('slot')}: the yank left "
-                                 f"its device in QEMU ({slot['leftover']}): not a surprise removal",
-                                 "context": [json.dumps(slot, sort_keys=True)[:1000]]})
-    return {"ok": ok and not findings, "steps": steps, "findings": findings}
-
-
 METHOD_TOLERANCE_MS = 5.0
 
 
@@ -618,7 +582,6 @@ class FilterModule:
             "lab_read_json": lab_read_json,
             "lab_junit": lab_junit,
             "lab_hpslot_serials": lab_hpslot_serials,
-            "lab_step_reports": lab_step_reports,
             "lab_removal_metrics": lab_removal_metrics,
             "lab_method_findings": lab_method_findings,
             "lab_breakdown_metrics": lab_breakdown_metrics,

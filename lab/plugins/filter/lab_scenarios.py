@@ -116,8 +116,7 @@ def _step_finding(step, kind="step"):
     log = rep.get("log") or []
     if log:
         context = context + ["kernel log since the scenario's start (tail):"] + log[-40:]
-    # the failed checks' names in the line, as lab_step_reports writes it:
-    # expected failures match on it
+    # the failed checks' names in the line: expected failures match on it
     names = ", ".join(c["name"] for c in rep.get("checks", []) if not c.get("ok"))
     return {"kind": kind, "line": f"{step['name']} failed (exit {step.get('rc')})" + (f": {names}" if names else ""),
             "context": context}
@@ -126,8 +125,9 @@ def _step_finding(step, kind="step"):
 def lab_steps_report(results, names):
     """An iteration from its steps (None/skipped allowed for steps that need
     not run: pass them as {'skipped': True, 'optional': True}); ok when
-    every step that ran exited 0; failed steps become findings, and so do
-    the kernel log findings labprobe reported."""
+    every step that ran exited 0; failed steps become findings (a step not
+    run after a failed one too), and so do the kernel log findings labprobe
+    reported and a slot hpslot's yank left behind (leftover)."""
     steps, findings, ok = {}, [], True
     for name, r in zip(names, results):
         if r is not None and r.get("optional") and r.get("skipped"):
@@ -139,7 +139,18 @@ def lab_steps_report(results, names):
             ok = False
             findings.append(_step_finding(st))
         findings += (st["report"] or {}).get("findings", [])
+        findings += _leftover_findings(name, st["report"])
     return {"ok": ok and not findings, "steps": steps, "findings": findings}
+
+
+def _leftover_findings(name, report):
+    """hpslot remove: a device the yank did not remove (QEMU kept it and
+    hpslot deleted it with device_del) was not surprise-removed."""
+    return [{"kind": "leftover", "line": f"{name}: slot {slot.get('slot')}: the yank left "
+             f"its device in QEMU ({slot['leftover']}): not a surprise removal",
+             "context": [json.dumps(slot, sort_keys=True)[:1000]]}
+            for slot in (report or {}).get("slots") or []
+            if isinstance(slot, dict) and slot.get("leftover") not in (None, "none")]
 
 
 def lab_layout_and_steps(layout, results, names):
