@@ -6,13 +6,16 @@ template, the actuator's callers and the scenarios all read the map this
 produces; nothing else computes addresses.
 """
 
+import os
 import re
 
+import yaml
 from ansible.errors import AnsibleFilterError
 
-# debug: the patched tree with lockdep, lock statistics and KASAN (kernel/config/debug.config)
-# tree: a developer's own kernel tree (lab_kernel_tree); image: a prebuilt bzImage (lab_kernel_image)
-KERNEL_VARIANTS = ("patched", "stock", "distro", "debug", "tree", "image")
+# the kernel variants are lab_kernel_variant's choices in the profile's
+# declaration (lab/profile.yml, which says what each is), listed only there
+with open(os.path.join(os.path.dirname(__file__), "..", "..", "profile.yml"), encoding="utf-8") as _f:
+    KERNEL_VARIANTS = tuple(yaml.safe_load(_f)["variables"]["lab_kernel_variant"]["choices"])
 # the variants a user's path makes, and the profile field that gives it
 OWN_KERNELS = {"tree": "lab_kernel_tree", "image": "lab_kernel_image"}
 PLATFORMS = ("stock", "fidelity")
