@@ -145,8 +145,8 @@ static int bus_funcs(int bus, char funcs[][32], int max)
 	return n;
 }
 
-static void bars_slot(const char *slot, bool expect_bound, unsigned long long since, struct json_object *slots,
-		      struct checks *c)
+static void bars_slot(const char *slot, bool expect_bound, unsigned long long since, bool with_log,
+		      struct json_object *slots, struct checks *c)
 {
 	struct json_object *o = json_object_new_object(), *wins = json_object_new_array(), *funcs;
 	char port[32] = "", list[BARS_MAX_FUNCS][32];
@@ -174,8 +174,9 @@ static void bars_slot(const char *slot, bool expect_bound, unsigned long long si
 		int un;
 		bool bound;
 
-		/* the kernel's lines that name the function */
-		struct json_object *log = kmsg_lines(since, list[i], 40);
+		/* the kernel's lines that name the function (a BAR it failed
+		 * to assign is only there) */
+		struct json_object *log = with_log ? kmsg_lines(since, list[i], 40) : json_object_new_array();
 
 		json_object_array_add(funcs, func_json(list[i], log, &un, &bound));
 		json_object_put(log);
@@ -191,6 +192,24 @@ static void bars_slot(const char *slot, bool expect_bound, unsigned long long si
 		check(c, nf > 0 && all_bound, "driver-bound", "slot %s: %s", slot,
 		      all_bound ? "every function has its driver" : "a function without a driver");
 	}
+}
+
+/* One look at every slot: the slots' JSON; its checks in c (initialised
+ * here) */
+static struct json_object *bars_look(char **names, int nslots, char **bound, int nbound, long since,
+				     bool with_log, struct checks *c)
+{
+	struct json_object *slots = json_object_new_array();
+
+	check_init(c);
+	for (int i = 0; i < nslots; i++) {
+		bool expect = false;
+
+		for (int k = 0; k < nbound; k++)
+			expect |= !strcmp(bound[k], names[i]);
+		bars_slot(names[i], expect, (unsigned long long)since, with_log, slots, c);
+	}
+	return slots;
 }
 
 /* the resource tree: /proc/iomem's lines (root reads real addresses), at
@@ -269,29 +288,23 @@ int cmd_bars(int argc, char **argv, struct json_object *out)
 			return 2;
 		}
 	}
-	/* look until every check holds (a hot-add still being configured)
-	 * or the timeout passed */
+	/* look at sysfs until every check holds (a hot-add still being
+	 * configured) or the timeout passed, then once more with the
+	 * kernel's lines (a failed BAR is only there) and its log's
+	 * findings: the log is read once, not on every look */
 	for (;;) {
-		if (slots) {
-			json_object_put(slots);
-			json_object_put(c.list);
-			json_object_put(findings);
-		}
-		check_init(&c);
+		slots = bars_look(names, nslots, bound, nbound, since, false, &c);
 		looks++;
-		slots = json_object_new_array();
-		for (int i = 0; i < nslots; i++) {
-			bool expect = false;
-
-			for (int k = 0; k < nbound; k++)
-				expect |= !strcmp(bound[k], names[i]);
-			bars_slot(names[i], expect, (unsigned long long)since, slots, &c);
-		}
-		findings = findings_check(&c, since_given, since);
 		if (!c.failed || now_mono() - start >= timeout)
 			break;
+		json_object_put(slots);
+		json_object_put(c.list);
 		usleep(500000);
 	}
+	json_object_put(slots);
+	json_object_put(c.list);
+	slots = bars_look(names, nslots, bound, nbound, since, true, &c);
+	findings = findings_check(&c, since_given, since);
 	json_object_object_add(out, "looks", json_object_new_int(looks));
 	json_object_object_add(out, "slots", slots);
 	json_object_object_add(out, "iomem", iomem_json(400));
