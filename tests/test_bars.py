@@ -107,3 +107,27 @@ def test_metrics_name_the_bars_that_moved_and_the_new_drive():
                             "before": "0x40000000", "after": "0x80000000"}]
     assert not it["assigned"] and it["bound"] and m["assigned"] == 0 and m["moved_bars"] == 1
     assert it["new_device"][0]["unassigned"] == 1 and m["iomem_first"]["before"] == IOMEM
+
+
+def test_a_released_bar_is_stocks_known_failure_and_patched_fails_on_it():
+    """bar-squeeze2's second iteration (6.1 released the blocker's window
+    under its bound nvme): an expected failure of stock and Debian's kernel
+    (fixed by patch 0017), a failure of patched, whose kernel must refuse
+    the release; a setup finding beside it still fails stock."""
+    import json
+
+    import yaml
+    import lab_results
+    summary = json.loads((REPO / "reference-results/bar-squeeze2/summary.json").read_text())
+    (rec,) = [r for r in summary["scenarios"] if r["name"] == "bar-squeeze"]
+    kept = [f for f in rec["findings"] if f["kind"] in ("step", "bar-released")]
+    assert [f["kind"] for f in kept] == ["step", "bar-released"]
+    rec = dict(rec, findings=kept)
+    lists = {v: yaml.safe_load((REPO / f"kernel/expected-failures/{v}.yml").read_text())
+             for v in ("stock", "distro", "patched")}
+    for variant, status in (("stock", "xfail"), ("distro", "xfail"), ("patched", "fail")):
+        (r,) = lab_results.lab_apply_expected([dict(rec, variant=variant)], lists)
+        assert r["status"] == status, variant
+    (r,) = lab_results.lab_apply_expected([dict(rec, variant="stock", findings=rec["findings"] + [
+        {"kind": "setup", "line": "no squeeze: 1 free block(s) of 0x40000000 bytes", "context": []}])], lists)
+    assert r["status"] == "fail"
