@@ -131,3 +131,30 @@ def test_a_released_bar_is_stocks_known_failure_and_patched_fails_on_it():
     (r,) = lab_results.lab_apply_expected([dict(rec, variant="stock", findings=rec["findings"] + [
         {"kind": "setup", "line": "no squeeze: 1 free block(s) of 0x40000000 bytes", "context": []}])], lists)
     assert r["status"] == "fail"
+
+
+def test_bar_squeeze_ab1_stock_releases_a_bound_window_and_patched_refuses():
+    """Run bar-squeeze-ab1 (profiles/bar-squeeze-ab.yml, two adds each):
+    both kernels fail to place the 1 GiB BAR (expected: nothing moves BARs
+    yet); on the second add stock released the blocker's window with nvme
+    bound to its BAR and gave 0x40000000 to the new drive (bar-released,
+    stock's expected failure), patched (0017) said the window was in use
+    and kept it."""
+    import json
+    ref = REPO / "reference-results/bar-squeeze-ab1"
+    summary = json.loads((ref / "summary.json").read_text())
+    recs = {r["variant"]: r for r in summary["scenarios"] if r["name"] == "bar-squeeze"}
+    assert {v: r["status"] for v, r in recs.items()} == {"stock": "xfail", "patched": "xfail"}
+    assert [f["kind"] for f in recs["stock"]["findings"]] == ["step", "bar-released"]
+    assert [f["kind"] for f in recs["patched"]["findings"]] == ["step", "step"]
+    second = {v: r["metrics"]["iterations"][1] for v, r in recs.items()}
+    assert [m["before"] for m in second["stock"]["moved"]] == ["0x40000000"]
+    assert second["patched"]["moved"] == []
+    new_bar2 = {v: {b["index"]: b for b in it["new_device"][0]["bars"]}[2] for v, it in second.items()}
+    assert new_bar2["stock"]["start"] == "0x40000000" and not new_bar2["patched"]["assigned"]
+    stock_log = (ref / "kernel-log-stock.txt").read_text()
+    patched_log = (ref / "kernel-log-patched.txt").read_text()
+    assert "resource 9 [mem 0x40000000-0x4fffffff 64bit pref] released" in stock_log
+    assert ("resource 9 [mem 0x40000000-0x4fffffff 64bit pref] not released: 0000:06:00.0 BAR 2 "
+            "[mem 0x40000000-0x4fffffff 64bit pref] is in use") in patched_log
+    assert "0x4fffffff 64bit pref] released" not in patched_log

@@ -83,11 +83,11 @@ def test_goals_met_and_each_one_missed():
 def test_no_goals_without_both_variants_or_on_debian_qemu():
     stock = _record("stock", {"0": 2000}, {"0": 60})
     patched = _record("patched", {"0": 400}, {"0": 45})
-    assert lab_lightning.lab_lightning_goals([patched]) is None
-    assert lab_lightning.lab_lightning_goals([stock, patched, dict(patched, vm="other")]) is None
+    assert lab_lightning.lab_lightning_goals([patched]) == {}
+    assert lab_lightning.lab_lightning_goals([stock, patched, dict(patched, vm="other")]) == {}
     on_debian = _record("patched", {"stock": 400}, {"stock": 45})
-    assert lab_lightning.lab_lightning_goals([_record("stock", {"stock": 900}, {"stock": 60}), on_debian]) is None
-    assert lab_lightning.lab_format_lightning(None) == []
+    assert lab_lightning.lab_lightning_goals([_record("stock", {"stock": 900}, {"stock": 60}), on_debian]) == {}
+    assert lab_lightning.lab_format_lightning({}) == []
 
 
 def test_lightning_ab6_misses_the_scaling_goal():

@@ -50,6 +50,10 @@ def expected(summary, column, timeout):
         n = max(int(k) for k in record(summary, "patched")["absent_reads"][timeout]["marked"])
         return " / ".join(str(record(summary, v)["absent_reads"][timeout]["marked"][str(n)]["total"])
                           for v in ("stock", "patched"))
+    if column == "patched T over its floor":
+        n = max(record(summary, "patched")["T_over_floor"][timeout]["marked"], key=int)
+        v = record(summary, "patched")["T_over_floor"][timeout]["marked"][n]
+        return f"{v:.2f}" if v is not None else "n/a"
     m = re.fullmatch(r"(stock|patched) vCPUs busy %", column)
     if m:
         mets = record(summary, m[1])

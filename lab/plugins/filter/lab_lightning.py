@@ -40,20 +40,21 @@ def _ratio(a, b):
 
 
 def lab_lightning_goals(records):
-    """None unless the run has exactly one disconnect-flag record of stock
-    and of patched, both with numeric completion timeouts (fidelity)."""
+    """{} unless the run has exactly one disconnect-flag record of stock
+    and of patched, both with numeric completion timeouts (fidelity); {},
+    not None, because Ansible's templating writes a None as ''."""
     stock, patched = _record(records, "stock"), _record(records, "patched")
     if not stock or not patched:
-        return None
+        return {}
     sm, pm = stock["metrics"], patched["metrics"]
     try:
         timeouts = sorted(int(t) for t in pm["T_ms"])
     except ValueError:
-        return None  # Debian's QEMU: no completion timeout to set
+        return {}  # Debian's QEMU: no completion timeout to set
     t0, tmax = str(timeouts[0]), str(timeouts[-1])
     sizes = sorted(int(n) for n in pm.get("sizes") or [])
     if not sizes:
-        return None
+        return {}
     big, one = str(sizes[-1]), str(sizes[0])
     p_big0, p_bigmax, s_bigmax = _t(pm, t0, big), _t(pm, tmax, big), _t(sm, tmax, big)
     p_one0 = _t(pm, t0, one)
