@@ -133,15 +133,15 @@ def test_a_released_bar_is_stocks_known_failure_and_patched_fails_on_it():
     assert r["status"] == "fail"
 
 
-def test_bar_squeeze_ab1_stock_releases_a_bound_window_and_patched_refuses():
-    """Run bar-squeeze-ab1 (profiles/bar-squeeze-ab.yml, two adds each):
+def test_bar_squeeze_ab2_stock_releases_a_bound_window_and_patched_refuses():
+    """Run bar-squeeze-ab2 (profiles/bar-squeeze-ab.yml, two adds each):
     both kernels fail to place the 1 GiB BAR (expected: nothing moves BARs
     yet); on the second add stock released the blocker's window with nvme
     bound to its BAR and gave 0x40000000 to the new drive (bar-released,
     stock's expected failure), patched (0017) said the window was in use
     and kept it."""
     import json
-    ref = REPO / "reference-results/bar-squeeze-ab1"
+    ref = REPO / "reference-results/bar-squeeze-ab2"
     summary = json.loads((ref / "summary.json").read_text())
     recs = {r["variant"]: r for r in summary["scenarios"] if r["name"] == "bar-squeeze"}
     assert {v: r["status"] for v, r in recs.items()} == {"stock": "xfail", "patched": "xfail"}

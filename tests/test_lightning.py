@@ -101,3 +101,16 @@ def test_lightning_ab6_misses_the_scaling_goal():
     assert [r["patched_T_ms"] for r in out["table"]] == [402.267, 558.492, 464.308]
     lines = lab_lightning.lab_format_lightning(out)
     assert any(line.startswith("  NOT met: patched T(32)/T(1)") for line in lines)
+
+
+def test_lightning_ab7_records_the_goals_its_records_give():
+    """The run that wrote its own goals: summary.json's lightning is what
+    lab_lightning_goals makes of its records (two met, the scaling goal
+    missed at 6.6 and 1.29, the count missing for a yank that did not run)."""
+    summary = json.loads((REPO / "reference-results/lightning-ab7/summary.json").read_text())
+    assert summary["lightning"] == lab_lightning.lab_lightning_goals(summary["scenarios"])
+    assert [g["met"] for g in summary["lightning"]["goals"]] == [True, True, False, False]
+    assert summary["lightning"]["goals"][2]["value"] == {"T_over_T1": 6.587, "T_over_floor": 1.289}
+    assert summary["lightning"]["goals"][3]["value"] is None
+    (patched,) = [r for r in summary["scenarios"] if r["name"] == "disconnect-flag" and r["variant"] == "patched"]
+    assert patched["metrics"]["T_runs_ms"]["10000"]["marked"]["32"][0] is None

@@ -48,7 +48,8 @@ def expected(summary, column, timeout):
     if column == "reads of removed drives, stock / patched" or re.fullmatch(
             r"reads of removed drives in the \d+ yanks, stock / patched", column):
         n = max(int(k) for k in record(summary, "patched")["absent_reads"][timeout]["marked"])
-        return " / ".join(str(record(summary, v)["absent_reads"][timeout]["marked"][str(n)]["total"])
+        # a yank without a count leaves the size's total unknown: n/a, never 0
+        return " / ".join(str((record(summary, v)["absent_reads"][timeout]["marked"][str(n)] or {}).get("total", "n/a"))
                           for v in ("stock", "patched"))
     if column == "patched T over its floor":
         n = max(record(summary, "patched")["T_over_floor"][timeout]["marked"], key=int)
