@@ -4,6 +4,7 @@ booted lab VM for the tests that need a guest (session-scoped)."""
 import json
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 
@@ -184,11 +185,28 @@ def booted_vm(prefix, run_id, what, *extra):
     remove_domain(name)
 
 
+def header_ci_scenarios(vm="lab_vm"):
+    """The scenarios whose header says `#   ci: lab_vm`: they join the
+    shared lab VM's run after the ones listed below, and are judged as
+    every scenario of that run is (test_lab_e2e: passed, its whole log
+    window scanned; test_canary: failed by its canary alone). A new
+    scenario runs in CI without a test file touched."""
+    out = []
+    for path in sorted((REPO / "playbooks/scenarios").glob("*.yml")):
+        for line in path.read_text().splitlines():
+            if not line.startswith("#"):
+                break
+            m = re.match(r"#\s+ci:\s*(\S+)\s*$", line)
+            if m and m.group(1) == vm:
+                out.append(path.stem)
+    return out
+
+
 # The shared lab VM's run (lab_vm), at small sizes; test_canary.py runs
 # the same with lab_canary=true.
 LAB_VM_PROFILE = ("lab_slots=6", "lab_drives=4", "lab_aer_observe=8",
                   {"lab_scenarios": ["smoke", "bulk-surprise-removal", "quick-swap", "storm", "aer-recovery",
-                                     "orderly-removal", "hot-add-bulk", "bulk-scaling"],
+                                     "orderly-removal", "hot-add-bulk", "bulk-scaling"] + header_ci_scenarios(),
                    "lab_quickswap_delays_ms": [2000, 0], "lab_quickswap_settle": 3,
                    "lab_storm_actions": 12, "lab_storm_max_gap_ms": 500, "lab_storm_seed": 4242})
 

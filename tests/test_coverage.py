@@ -5,7 +5,7 @@ run in none are listed here with why; the list must shrink, never hide a
 new scenario."""
 import re
 
-from conftest import REPO
+from conftest import REPO, header_ci_scenarios
 
 # test files whose lab_scenarios lists are runs that boot a VM (others list
 # scenarios as bad input or as filter data)
@@ -23,7 +23,19 @@ def scenarios_in_tests():
         text = (REPO / "tests" / name).read_text()
         for body in re.findall(r'"lab_scenarios":\s*\[([^\]]*)\]', text):
             found |= set(re.findall(r'"([a-z0-9-]+)"', body))
-    return found
+    # a header's `ci: lab_vm` puts the scenario into the lab VM's run (conftest)
+    return found | set(header_ci_scenarios())
+
+
+def test_a_header_ci_line_names_the_lab_vm():
+    """`#   ci:` takes lab_vm only (the run conftest.LAB_VM_PROFILE makes);
+    any other value would put the scenario in no run, silently."""
+    for path in sorted((REPO / "playbooks/scenarios").glob("*.yml")):
+        for line in path.read_text().splitlines():
+            if not line.startswith("#"):
+                break
+            m = re.match(r"#\s+ci:(.*)$", line)
+            assert not m or m.group(1).strip() == "lab_vm", f"{path.name}: ci: {m.group(1).strip()!r}, not lab_vm"
 
 
 def test_every_scenario_runs_in_a_test():
