@@ -185,20 +185,32 @@ def booted_vm(prefix, run_id, what, *extra):
     remove_domain(name)
 
 
-def header_ci_scenarios(vm="lab_vm"):
+def header_value(path, key):
+    """The value of `#   KEY: VALUE` in a scenario file's header (its
+    leading comment block), or None."""
+    for line in pathlib.Path(path).read_text().splitlines():
+        if not line.startswith("#"):
+            break
+        m = re.match(rf"#\s+{re.escape(key)}:(.*)$", line)
+        if m:
+            return m.group(1).strip()
+    return None
+
+
+def header_ci_scenarios(vm="lab_vm", scenarios=REPO / "playbooks/scenarios"):
     """The scenarios whose header says `#   ci: lab_vm`: they join the
     shared lab VM's run after the ones listed below, and are judged as
     every scenario of that run is (test_lab_e2e: passed, its whole log
     window scanned; test_canary: failed by its canary alone). A new
-    scenario runs in CI without a test file touched."""
+    scenario runs in CI without a test file touched. Any other `ci:` value
+    would put a scenario in no run: refused."""
     out = []
-    for path in sorted((REPO / "playbooks/scenarios").glob("*.yml")):
-        for line in path.read_text().splitlines():
-            if not line.startswith("#"):
-                break
-            m = re.match(r"#\s+ci:\s*(\S+)\s*$", line)
-            if m and m.group(1) == vm:
-                out.append(path.stem)
+    for path in sorted(pathlib.Path(scenarios).glob("*.yml")):
+        value = header_value(path, "ci")
+        if value is not None and value != vm:
+            raise ValueError(f"{path.name}: ci: {value!r}, not {vm}")
+        if value == vm:
+            out.append(path.stem)
     return out
 
 

@@ -26,8 +26,17 @@ def _record(records, variant):
     return recs[0] if len(recs) == 1 else None
 
 
+def _at(metrics, key, timeout, n):
+    """metrics[key][timeout][FLAG][n] (lab_disconnect_metrics' layout), None where absent."""
+    return (((metrics.get(key) or {}).get(timeout) or {}).get(FLAG) or {}).get(n)
+
+
 def _t(metrics, timeout, n):
-    return ((metrics.get("T_ms") or {}).get(timeout) or {}).get(FLAG, {}).get(n)
+    return _at(metrics, "T_ms", timeout, n)
+
+
+def _within(value, limit):
+    return value is not None and value <= limit
 
 
 def _goal(name, value, limit, met, source):
@@ -58,29 +67,25 @@ def lab_lightning_goals(records):
     big, one = str(sizes[-1]), str(sizes[0])
     p_big0, p_bigmax, s_bigmax = _t(pm, t0, big), _t(pm, tmax, big), _t(sm, tmax, big)
     p_one0 = _t(pm, t0, one)
-    floor = ((pm.get("T_over_floor") or {}).get(t0) or {}).get(FLAG, {}).get(big)
+    floor = _at(pm, "T_over_floor", t0, big)
     scaling = _ratio(p_big0, p_one0)
+    timeout_cost, stock_share = _ratio(p_bigmax, p_big0), _ratio(p_bigmax, s_bigmax)
     table = []
     for t in [str(x) for x in timeouts]:
-        reads = {}
-        for label, m in (("stock", sm), ("patched", pm)):
-            a = ((m.get("absent_reads") or {}).get(t) or {}).get(FLAG, {}).get(big)
-            reads[label] = a.get("total") if a else None
+        reads = {label: (_at(m, "absent_reads", t, big) or {}).get("total") for label, m in (("stock", sm),
+                                                                                          ("patched", pm))}
         table.append({"timeout_us": int(t), "stock_T_ms": _t(sm, t, big), "patched_T_ms": _t(pm, t, big),
-                      "patched_T1_ms": _t(pm, t, one),
-                      "patched_T_over_floor": ((pm.get("T_over_floor") or {}).get(t) or {}).get(FLAG, {}).get(big),
+                      "patched_T1_ms": _t(pm, t, one), "patched_T_over_floor": _at(pm, "T_over_floor", t, big),
                       "absent_reads_stock": reads["stock"], "absent_reads_patched": reads["patched"]})
     absent = [row["absent_reads_patched"] for row in table]
     goals = [
-        _goal(f"patched T({big}) at {tmax} us over at {t0} us", _ratio(p_bigmax, p_big0), TIMEOUT_COST,
-              _ratio(p_bigmax, p_big0) is not None and _ratio(p_bigmax, p_big0) <= TIMEOUT_COST,
-              f"T_ms[{tmax}][{FLAG}][{big}] / T_ms[{t0}][{FLAG}][{big}]"),
-        _goal(f"patched over stock T({big}) at {tmax} us", _ratio(p_bigmax, s_bigmax), round(STOCK_SHARE, 3),
-              _ratio(p_bigmax, s_bigmax) is not None and _ratio(p_bigmax, s_bigmax) <= STOCK_SHARE,
-              f"T_ms[{tmax}][{FLAG}][{big}], patched / stock"),
+        _goal(f"patched T({big}) at {tmax} us over at {t0} us", timeout_cost, TIMEOUT_COST,
+              _within(timeout_cost, TIMEOUT_COST), f"T_ms[{tmax}][{FLAG}][{big}] / T_ms[{t0}][{FLAG}][{big}]"),
+        _goal(f"patched over stock T({big}) at {tmax} us", stock_share, round(STOCK_SHARE, 3),
+              _within(stock_share, STOCK_SHARE), f"T_ms[{tmax}][{FLAG}][{big}], patched / stock"),
         _goal(f"patched T({big})/T({one}) at {t0} us, or T({big}) over its teardown floor",
               {"T_over_T1": scaling, "T_over_floor": floor}, {"T_over_T1": SCALING, "T_over_floor": FLOOR},
-              (scaling is not None and scaling <= SCALING) or (floor is not None and floor <= FLOOR),
+              _within(scaling, SCALING) or _within(floor, FLOOR),
               f"T_ms[{t0}][{FLAG}]; T_over_floor[{t0}][{FLAG}][{big}] (median over the yanks)"),
         _goal(f"patched reads of removed drives, T({big}) yanks, every timeout",
               None if None in absent else sum(absent), 0, None not in absent and sum(absent) == 0,
