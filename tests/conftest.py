@@ -186,15 +186,12 @@ def booted_vm(prefix, run_id, what, *extra):
 
 
 def header_value(path, key):
-    """The value of `#   KEY: VALUE` in a scenario file's header (its
-    leading comment block), or None."""
-    for line in pathlib.Path(path).read_text().splitlines():
-        if not line.startswith("#"):
-            break
-        m = re.match(rf"#\s+{re.escape(key)}:(.*)$", line)
-        if m:
-            return m.group(1).strip()
-    return None
+    """The value of `#   KEY: VALUE` in a scenario file's header, read by
+    the lab's own reader (lab_topology.scenario_header_value)."""
+    import sys
+    sys.path.insert(0, str(REPO / "lab/plugins/filter"))
+    import lab_topology
+    return lab_topology.scenario_header_value(path, key)
 
 
 def header_ci_scenarios(vm="lab_vm", scenarios=REPO / "playbooks/scenarios"):

@@ -640,3 +640,15 @@ def test_distro_list_on_a_real_run_of_debians_kernel():
     again = lab_results.lab_apply_expected([dict(r, status="fail" if r["status"] == "xfail" else r["status"])
                                             for r in run["scenarios"]], distro)
     assert {r["name"]: r["status"] for r in again} == recorded
+
+
+def test_accel_limits_follow_how_the_vms_ran():
+    """A report states TCG's limit for a TCG run, KVM's for a KVM run, both
+    for a mixed one; a VM the probe never reached counts as TCG, and a run
+    without VMs claims no hardware speed."""
+    f = lab_results.lab_accel_limits
+    assert f(["tcg", "tcg"], "T", "K") == ["T"]
+    assert f(["kvm"], "T", "K") == ["K"]
+    assert f(["kvm", "tcg"], "T", "K") == ["T", "K"]
+    assert f(["kvm", None], "T", "K") == ["T", "K"]
+    assert f([], "T", "K") == ["T"]

@@ -483,6 +483,17 @@ def lab_apply_expected(records, expected, profile=None):
     return out
 
 
+def lab_accel_limits(accels, tcg_limit, kvm_limit):
+    """The limits a report states for how its VMs ran: accels is each
+    VM's accelerator (summary.json accel; a VM the probe never reached
+    counts as tcg). TCG's limit when any VM ran under TCG or no VM ran
+    under KVM (a run without VMs claims no hardware speed), KVM's when any
+    did; a mixed run states both."""
+    accels = [a or "tcg" for a in accels or []]
+    return ([tcg_limit] if "tcg" in accels or "kvm" not in accels else []) + \
+        ([kvm_limit] if "kvm" in accels else [])
+
+
 def lab_junit(summary):
     """JUnit XML of a summary: one testsuite, one testcase a (scenario, VM)."""
     from xml.sax.saxutils import escape, quoteattr
@@ -581,6 +592,7 @@ class FilterModule:
             "lab_probe_report": lab_probe_report,
             "lab_read_json": lab_read_json,
             "lab_junit": lab_junit,
+            "lab_accel_limits": lab_accel_limits,
             "lab_hpslot_serials": lab_hpslot_serials,
             "lab_removal_metrics": lab_removal_metrics,
             "lab_method_findings": lab_method_findings,
