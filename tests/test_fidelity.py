@@ -345,3 +345,13 @@ def test_bar_squeeze_reproduces_the_failure_moving_bars_would_fix(fidelity_vm):
         assert new["driver"] == "nvme" and it["moved"] == []
     before = [line for line in rec["metrics"]["iomem_first"]["before"] if line.startswith("  40000000-")]
     assert before and "PCI Bus" in before[0], rec["metrics"]["iomem_first"]["before"]
+
+
+def test_qemu_trace_is_kept_with_the_results(fidelity_vm):
+    # QEMU's NVMe error and undefined-behaviour trace of the VM's boot is
+    # fetched into its results (the host's side of a drive that never
+    # answers: docs/measurements.md, open findings); the events are enabled
+    trace = fidelity_vm.run_dir / fidelity_vm.name / "qemu-trace.log"
+    assert trace.is_file(), f"no {trace}"
+    xml = virsh("dumpxml", fidelity_vm.name)
+    assert "enable=pci_nvme_err_*" in xml.stdout, xml.stdout[-3000:] + xml.stderr
