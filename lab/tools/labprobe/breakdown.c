@@ -1,6 +1,6 @@
 /* Where each yanked slot's teardown spends its time: labprobe arm and
- * collect (hotplug.c) add, for every slot of --expect-gone, a "breakdown"
- * object to the slot's record:
+ * collect (arm.c, collect.c) add, for every slot of --expect-gone, a
+ * "breakdown" object to the slot's record:
  *
  *   thread, pid       the pciehp IRQ thread (irq/<N>-pciehp) that tore the
  *                     slot down: the one that ran pciehp_unconfigure_device
@@ -70,7 +70,7 @@ const struct lp_probe breakdown_probes[] = {
 	{ "lp_bd_lock", "pci_lock_rescan_remove", "p", false },
 	{ "lp_bd_lock_ret", "pci_lock_rescan_remove", "r128", false },
 	{ "lp_bd_unlock", "pci_unlock_rescan_remove", "p", false },
-	/* nvme_remove's entry is hotplug.c's lp_nvrm; its lp_nvrm_ret has the
+	/* nvme_remove's entry is trace.c's lp_nvrm; its lp_nvrm_ret has the
 	 * default maxactive */
 	{ "lp_bd_nvrm_ret", "nvme_remove", "r128", false },
 	{ "lp_bd_rcu", "synchronize_rcu", "p", false },
@@ -90,7 +90,7 @@ const struct lp_probe breakdown_probes[] = {
 const size_t breakdown_nprobes = NBD;
 enum { P_LOCK, P_LOCK_RET, P_UNLOCK, P_NVRM_RET, P_WAIT0 };	/* indices above; wait w: P_WAIT0 + 2w (+1) */
 
-/* hotplug.c's probes that feed the breakdown too */
+/* trace.c's probes that feed the breakdown too */
 static const char *const hotplug_probes[] = { "lp_nvrm", "lp_nvrm_ret" };
 
 #define DEPTH 8	/* nested calls of one function in one thread */
@@ -141,7 +141,7 @@ static bool lock_traced(void)
 
 static bool nvrm_traced(void)
 {
-	/* lp_nvrm, and a return: ours or hotplug.c's */
+	/* lp_nvrm, and a return: ours or trace.c's */
 	return placed((int)breakdown_nprobes) &&
 	       (placed(P_NVRM_RET) || placed((int)breakdown_nprobes + 1));
 }

@@ -122,8 +122,8 @@ void kprobes_hits(const char *group, const struct kprobe_def *p, size_t n, long 
 bool kprobes_collect(const char *group, const struct kprobe_def *p, size_t n, long long *hits,
 		     struct json_object *out);
 
-/* A kprobe event of the group "labprobe" that hotplug.c's arm places in
- * its trace instance. */
+/* A kprobe event of the group "labprobe" that arm places in its trace
+ * instance (trace.c's table). */
 struct lp_probe {
 	const char *name;	/* event name in group labprobe */
 	const char *def;	/* kprobe_events definition after "TYPE:labprobe/name " */
@@ -170,6 +170,63 @@ void window_begin(void);
 bool window_event(int cpu, double ts, const char *event, const char *args);
 void window_lost(void);
 struct json_object *window_collect(struct json_object *armed, double t0, double t1, const char **why);
+
+/* The hot-removal measurement: the commands arm (arm.c), collect
+ * (collect.c) and drives (drives.c), their fio jobs (fio.c) and arm's
+ * kprobes (trace.c). */
+#define MAXS 256	/* slots (and drives) one command takes at most */
+/* one slot: what arm saw in it (its state.json), what collect adds */
+struct slot {
+	char name[16];
+	int bus;
+	char port[32];
+	int irqs[8];
+	int nirqs;
+	/* the hotplug port above the slot's port (a JBOF's root port), its
+	 * slot name and interrupts; "" and 0 when there is none */
+	char above[32];
+	char above_slot[16];
+	int above_irqs[8];
+	int nabove;
+	char ctrls[4][32];
+	int nctrls;
+	char nss[8][32];
+	int nns;
+	/* collected: kprobe times (t) and pci_hotplug tracepoint times (tp) */
+	double t[16];
+	double tp[8];
+	bool fio;
+	int fio_rc;
+	double fio_end;
+	bool gone;
+};
+
+/* trace.c: arm's kprobes, in a tracefs instance of their own */
+#define INSTANCE TRACEFS "/instances/labprobe"
+extern const size_t lp_nprobes;	/* arm's own probes, probe_at()'s first */
+/* and breakdown.c's, all optional, after them */
+#define NALL (lp_nprobes + breakdown_nprobes)
+/* probe i (< NALL) that arm places: its own, then breakdown.c's */
+const struct lp_probe *probe_at(size_t i);
+/* appends the formatted text to path (kprobe_events must be appended to); 0 or -errno */
+int writef(const char *path, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* mounts tracefs at TRACEFS unless it is mounted */
+void tracefs_mount(void);
+/* disables and deletes the NALL probes and removes INSTANCE */
+void probes_remove(void);
+
+/* fio.c: one fio process, a job per drive (named after its slot) */
+/* kills arm's fio process group and waits (up to 10 s) until it is gone */
+void kill_fio_group(pid_t pgid);
+/* fio's argv: globals, then a job per slot with fio and a namespace; argc */
+int fio_argv(char **argv, int max, char *const *globals, struct slot *slots, int n,
+	     char names[][48], char files[][64]);
+/* err[i]: fio's error code of slot i's job from its JSON report, -1 if none */
+void fio_job_errors(const char *report, struct slot *slots, int n, int *err);
+/* arm's background fio supervisor: D/fio-SLOT.end and .exit, D/fio.done */
+void supervise(const char *dir, struct slot *slots, int n, int runtime);
+/* I/Os (reads + writes) completed on namespace ns; 0 if unreadable */
+unsigned long long ns_io(const char *ns);
 
 /* checks collected into {"checks": [...]} */
 struct checks {

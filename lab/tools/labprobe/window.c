@@ -1,5 +1,5 @@
 /* What the guest's CPUs did while a bulk yank was torn down: labprobe arm
- * and collect (hotplug.c) add to collect's report
+ * and collect (arm.c, collect.c) add to collect's report
  *
  *   "cpu_window": {
  *     "ms"          the window: first pciehp hard interrupt to the last
