@@ -478,7 +478,7 @@ int hp_cfg_read32(struct hp_ctx *h, int bus, int dev, int fn, int reg, uint32_t 
 int hp_cfg_read32_here(struct hp_ctx *h, uint32_t *val, char *err, size_t errlen);
 int hp_cfg_write16(struct hp_ctx *h, int reg, uint16_t val, char *err, size_t errlen);
 
-/* ---- shared command helpers (cmd_common.c) ---------------------------- */
+/* ---- shared command helpers (common.c) ---------------------------- */
 struct hp_out {
 	struct hp_args *a;
 	struct json_object *root;	/* the one JSON object */
@@ -543,14 +543,54 @@ void hp_out_free(struct hp_out *o);
 /* Reload the topology and re-resolve ports[i] for a->slots[i]. */
 int hp_topo_reload(struct hp_ctx *h, struct hp_topo *t, struct hp_args *a, struct hp_port **ports,
 		   char *err, size_t errlen);
-/* Is the device (QOM path) still there? 1 yes, 0 no, -1 unknown. */
 /* 1 the port has the lab QEMU's x-surprise-removal, 0 not, -1 unknown */
 int hp_port_qemu_surprise(struct hp_ctx *h, const struct hp_port *p);
+/* Is the device (QOM path) still there? 1 yes, 0 no, -1 unknown. */
 int hp_device_present(struct hp_ctx *h, const char *path);
 int hp_device_del(struct hp_ctx *h, const char *id, char *err, size_t len);
 /* QEMU's timestamp (realtime ns) of the first event `name` for `device`
  * (id or QOM path; NULL any) at or after after_real_ns; -1 none. With
  * nth > 0 the nth such event. */
 long long hp_event_ts(struct hp_ctx *h, const char *name, const char *device, long long after_real_ns, int nth);
+
+/* ---- remove: pause.c, surprise.c, orderly.c, slotops.c ----------------- */
+/* One pause: stop, save 0xCF8 ... restore 0xCF8, cont (pause.c). */
+struct pause {
+	bool stopped, cf8_saved, not_running;
+	bool asleep;	/* guest in S3: vCPUs stopped already, no stop/cont */
+	uint32_t cf8;
+	long long stop_sent, stop_done, cont_sent, cont_done;	/* monotonic ns */
+	long long stop_real;
+};
+
+/* Lock, stop the domain (a guest in S3 stays asleep), save 0xCF8; -1 with err (pause_end it if ps->stopped). */
+int pause_begin(struct hp_ctx *h, struct pause *ps, char *err, size_t len);
+/* Restore 0xCF8 and resume (if stopped), always; -1 if either failed. */
+int pause_end(struct hp_ctx *h, struct pause *ps, char *err, size_t len);
+/* remove --surprise (surprise.c): yank a->nslots slots; an exit code. */
+int surprise(struct hp_args *a, struct hp_out *o, struct hp_ctx *h, struct hp_topo *t,
+	     struct hp_port **ports);
+/* remove --orderly [--cancel] (orderly.c): press and wait (or have the guest cancel); an exit code. */
+int orderly(struct hp_args *a, struct hp_out *o, struct hp_ctx *h, struct hp_topo *t,
+	    struct hp_port **ports);
+/* Shared by both modes (slotops.c). */
+/* Read the port's Slot Control and Status through 0xCF8/0xCFC (domain paused). */
+int slot_read(struct hp_ctx *h, struct hp_port *p, uint16_t *ctl, uint16_t *sta, char *err, size_t len);
+/* Write Slot Control right after slot_read (0xCF8 still addresses it). */
+int slot_write_here(struct hp_ctx *h, struct hp_port *p, uint16_t val, char *err, size_t len);
+/* Write Slot Control, setting 0xCF8 first. */
+int slot_write(struct hp_ctx *h, struct hp_port *p, uint16_t val, char *err, size_t len);
+/* The port's drive as device_del takes it: its id, else its QOM path. */
+const char *dev_ref(const struct hp_port *p);
+/* device_del of a device id or QOM path (hp_device_del). */
+int device_del(struct hp_ctx *h, const char *id, char *err, size_t len);
+/* Is the port's drive (by its QOM path) still there? 1 yes, 0 no, -1 unknown. */
+int device_present(struct hp_ctx *h, const struct hp_port *p);
+/* hp_event_ts of the first such event. */
+long long event_ts_ns(struct hp_ctx *h, const char *name, const char *device, long long after_real_ns);
+/* A slot's JSON record: slot, port, address, device, serial, node. */
+struct json_object *slot_base(const struct hp_port *p);
+/* Add a string member. */
+void set_str(struct json_object *o, const char *k, const char *v);
 
 #endif
