@@ -333,7 +333,7 @@ int hp_storm_plan(uint64_t seed, int count, long max_gap_ms, int orderly_percent
  * old_id and not in `present` (space-separated ids). 0 or -1. */
 int hp_swap_device_id(int slot, const char *old_id, const char *present, char *out, size_t len);
 
-/* ---- the per-domain lock file (args.c: pure parts; common.c) ---------- */
+/* ---- the per-domain lock file (args.c: pure parts; domainlock.c) ------- */
 /* Pauses and 0xCF8/0xCFC sequences on one domain are serialized with an
  * flock on LOCKDIR/DOMAIN.lock. LOCKDIR is $HPSLOT_LOCK_DIR or
  * HP_LOCK_DIR_DEFAULT: a directory of the effective uid, mode 0700 (created
@@ -478,7 +478,11 @@ int hp_cfg_read32(struct hp_ctx *h, int bus, int dev, int fn, int reg, uint32_t 
 int hp_cfg_read32_here(struct hp_ctx *h, uint32_t *val, char *err, size_t errlen);
 int hp_cfg_write16(struct hp_ctx *h, int reg, uint16_t val, char *err, size_t errlen);
 
-/* ---- shared command helpers (common.c) ---------------------------- */
+/* ---- shared command helpers: output (out.c), preparation and serials
+ * (common.c), the lock and the domain's run state (domainlock.c). Layers,
+ * each calling only those below it: mon.c (monitor transport), out.c,
+ * args.c; domainlock.c; regs.c, pcitree.c, topo.c (config space,
+ * topology); common.c, slotops.c, pause.c; the commands. ---- */
 struct hp_out {
 	struct hp_args *a;
 	struct json_object *root;	/* the one JSON object */
@@ -520,6 +524,9 @@ void hp_signals_block(bool block);
 int hp_vm_stop(struct hp_ctx *h, char *err, size_t errlen);
 bool hp_qemu_running(struct hp_ctx *h, char *status, size_t len);	/* query-status */
 int hp_vm_cont(struct hp_ctx *h, char *err, size_t errlen);
+/* Just after hp_lock: resume a pause an earlier hpslot left recorded in
+ * the lock file (domainlock.c); 0, or an exit code if it stays paused. */
+int hp_lock_recover(struct hp_ctx *h, struct hp_out *o);
 
 int cmd_status(struct hp_args *a, struct hp_out *o);
 int cmd_remove(struct hp_args *a, struct hp_out *o);
