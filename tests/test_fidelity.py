@@ -355,3 +355,11 @@ def test_qemu_trace_is_kept_with_the_results(fidelity_vm):
     assert trace.is_file(), f"no {trace}"
     xml = virsh("dumpxml", fidelity_vm.name)
     assert "enable=pci_nvme_err_*" in xml.stdout, xml.stdout[-3000:] + xml.stderr
+
+
+def test_upstream_hotplug_event_fires_for_every_yanked_slot(fidelity_vm):
+    # kernel 0001 (upstream's pci_hp_event): every drive of every bulk yank
+    # has its event timed in the record (labprobe collect, tracepoint_ms)
+    rec = {r["name"]: r for r in fidelity_vm.summary["scenarios"]}["bulk-surprise-removal"]
+    events = rec["metrics"]["tracepoint_ms"]["hp_event"]
+    assert events["n"] == 4 * rec["iterations"], rec["metrics"]["tracepoint_ms"]

@@ -210,6 +210,28 @@ def test_tracepoints_lie_in_their_kprobe_spans(labprobe, tmp_path):
     assert rep["method_disagreement_ms"]["disconnected"] == 0
 
 
+def test_upstream_hotplug_event_is_timed_per_slot(labprobe, tmp_path):
+    """Patch 0001's pci_hp_event (TRACE_SYSTEM pci, as upstream prints it)
+    is timed for the slot it names, after the first pciehp interrupt; an
+    event of a slot not armed, or without a slot, times nothing."""
+    def hp(comm, pid, ts, slot_name, event):
+        return (f"{comm + '-' + str(pid):>22} [001] ..... {ts:12.6f}: pci_hp_event: "
+                f"0000:00:0{slot_name}.0 slot:{slot_name}, event:{event}\n")
+
+    comm, pid = "irq/24-pciehp", 324
+    trace = [line("<idle>", 0, 100.0, "lp_isr", " irq=24")] + slot_teardown(comm, pid, 0xe1, 100.001)
+    trace += [hp(comm, pid, 100.0012, "1", "LINK_DOWN"), hp(comm, pid, 100.0013, "1", "CARD_NOT_PRESENT"),
+              hp("irq/25-pciehp", 325, 100.0005, "7", "LINK_DOWN"),
+              f"{'x-1':>22} [001] ..... {100.0001:12.6f}: pci_hp_event: 0000:00:01.0 event:LINK_DOWN\n"]
+    trace.sort(key=lambda x: float(x.split("]")[1].split()[1].rstrip(":")))
+    _, slots = collect(labprobe, tmp_path, [slot("1", 0xe1, [24])], trace, tracepoints=True)
+    assert slots["1"]["tracepoint_ms"]["hp_event"] == approx(1.2), slots["1"]["tracepoint_ms"]
+    # without the event (stock) the slot has none
+    _, slots = collect(labprobe, tmp_path, [slot("1", 0xe1, [24])],
+                       [x for x in trace if "pci_hp_event" not in x], tracepoints=True)
+    assert slots["1"]["tracepoint_ms"]["hp_event"] is None
+
+
 def test_probes_not_placed_give_nulls(labprobe, tmp_path):
     """A kernel where the rescan lock's and a wait's probes could not be
     placed (inlined, or Debian's): what they feed is null, never 0; the rest

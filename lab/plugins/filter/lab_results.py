@@ -93,7 +93,8 @@ def lab_removal_metrics(reports):
     metrics["samples_ms"] = {p: [round(x, 3) for x in v if x is not None] for p, v in per_phase.items()}
     # patched kernels: the series' pci_hotplug tracepoints next to the
     # kprobes, and their largest disagreement over all drives and iterations
-    tp_phases = ["isr", "handled", "disconnected", "slot_disabled"]
+    # (hp_event: upstream's generic hotplug event, patch 0001; informative)
+    tp_phases = ["isr", "handled", "disconnected", "slot_disabled", "hp_event"]
     tp = {p: [] for p in tp_phases}
     disagree = {p: [] for p in tp_phases[:3]}
     for rep in reports:

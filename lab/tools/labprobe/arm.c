@@ -223,6 +223,9 @@ int cmd_arm(int argc, char **argv, struct json_object *out)
 	/* the series' own tracepoints, where the kernel has them */
 	json_object_object_add(state, "tracepoints", json_object_new_boolean(
 		writef(INSTANCE "/events/pci_hotplug/enable", "1") == 0));
+	/* and upstream's hotplug event (0001), where the kernel has it */
+	json_object_object_add(state, "hp_event_tracepoint", json_object_new_boolean(
+		writef(INSTANCE "/events/pci/pci_hp_event/enable", "1") == 0));
 	writef(INSTANCE "/tracing_on", "1");
 	json_object_object_add(state, "probes", json_object_get(pr));
 	{

@@ -57,7 +57,7 @@ enum { T_ISR, T_HANDLED, T_DISC, T_UNBIND, T_UNBOUND, T_PCIDEL, T_BLKDEL, T_N };
 
 /* The pci_hotplug tracepoints of the lab's patch series (patched kernel
  * only), and the kprobe time each is compared with. */
-enum { TP_EVENT, TP_DISABLE_BEGIN, TP_DISCONNECTED, TP_DISABLE_END, TP_N };
+enum { TP_EVENT, TP_DISABLE_BEGIN, TP_DISCONNECTED, TP_DISABLE_END, TP_HP_EVENT, TP_N };
 static const struct {
 	const char *event;
 	const char *name;
@@ -69,6 +69,10 @@ static const struct {
 	/* ends after pciehp's 1 s wait once the slot is powered off: no
 	 * kprobe phase matches it, it is reported but not compared */
 	{ "pciehp_slot_disable_end", "slot_disabled", -1 },
+	/* upstream's generic hotplug event (patch 0001, TRACE_SYSTEM pci):
+	 * "pci_hp_event: 0000:00:02.0 slot:1, event:LINK_DOWN", fired in
+	 * the IRQ thread as it handles the change; reported, not compared */
+	{ "pci_hp_event", "hp_event", -1 },
 };
 /* AER service activity seen in the trace: first times and the last
  * recovery result (pci_ers_result_t: 5 = recovered, 4 = disconnect). */
@@ -250,6 +254,16 @@ static void parse_trace_line(char *line, struct slot *slots, int n, double armed
 				for (int k = 0; k < TP_N; k++)
 					if (!strcmp(event, tps[k].event))
 						set_first(&slots[i].tp[k], ts);
+		return;
+	}
+	if (!strcmp(event, "pci_hp_event")) {
+		char *a = colon ? strstr(colon, " slot:") : NULL, name[32];
+
+		if (!a || sscanf(a + 6, "%31[^,]", name) != 1)
+			return;
+		for (int i = 0; i < n; i++)
+			if (!strcmp(slots[i].name, name) || !strcmp(slots[i].above_slot, name))
+				set_first(&slots[i].tp[TP_HP_EVENT], ts);
 		return;
 	}
 	if (!strcmp(event, "lp_aer")) {
