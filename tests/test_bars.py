@@ -39,10 +39,12 @@ def test_free_blocks_are_aligned_inside_the_host_bridge_and_clear_of_its_childre
     assert not any(s <= 0xfd3fffff and 0xfd000000 <= e for s, e in blocks), "over the ports' windows"
 
 
-def test_the_new_devices_own_port_window_counts_as_free():
-    """bar-squeeze1, iteration 3: the target port still held the 1 GiB
-    window an earlier add had grown; that block is the new device's to use,
-    so nothing was squeezed: a setup finding, not a pass."""
+def test_the_new_devices_own_port_window_is_the_re_add_case():
+    """bar-squeeze1, iteration 3, and every iteration after a move: the
+    target port still held the 1 GiB window an earlier add had grown; that
+    block is the new device's to use, so nothing had to move. Not a setup
+    failure but the re-add case, named as such (kept_window); a free block
+    outside the port's windows still is one."""
     lines = IOMEM[:3] + ["  40000000-7fffffff : PCI Bus 0000:06"] + IOMEM[6:]
     assert lab_bars.free_aligned_blocks(lines, GIB) == []
     assert lab_bars.free_aligned_blocks(lines, GIB, [(0x40000000, 0x7fffffff)]) == ["0x40000000-0x7fffffff"]
@@ -50,7 +52,27 @@ def test_the_new_devices_own_port_window_counts_as_free():
         {"slot": "6", "windows": [{"start": "0x40000000", "end": "0x7fffffff", "assigned": True},
                                   {"start": "0x0", "end": "0x0", "assigned": False}]}]}}}
     r = lab_bars.lab_bar_squeeze_judge(rep, 6, 1024)
-    assert [f["kind"] for f in r["findings"]] == ["setup"] and "0x40000000-0x7fffffff" in r["findings"][0]["line"]
+    assert r["findings"] == [] and r["ok"], r["findings"]
+    assert r["squeeze"] == {"bar_size": GIB, "free_blocks_before": [], "kept_window": ["0x40000000-0x7fffffff"]}
+    # the same port without that window: a free block elsewhere is no squeeze
+    r = lab_bars.lab_bar_squeeze_judge(dict(rep, steps={"after": {}, "before": {"iomem": IOMEM, "slots": []}}),
+                                       6, 512)
+    assert [f["kind"] for f in r["findings"]] == ["setup"]
+
+
+def test_a_neighbours_pause_is_read_from_its_kernel_line():
+    """Patch 0020 logs each paused driver's pause; the metrics keep it per
+    moved neighbour, not for the new drive, and the blocker's reset time."""
+    after = {"slots": [
+        {"slot": "3", "functions": [{"dev": "0000:03:00.0", "bars": [], "log": [
+            "[  99.1] nvme 0000:03:00.0: BAR 2 moved to [mem 0x80000000-0x8fffffff 64bit pref]",
+            "[  99.2] nvme 0000:03:00.0: resumed after a BAR move, paused 12345 us"]}]},
+        {"slot": "6", "functions": [{"dev": "0000:06:00.0", "bars": [], "log": [
+            "[  99.3] nvme 0000:06:00.0: resumed after a BAR move, paused 7 us"]}]}]}
+    m = lab_bars.lab_bar_squeeze_metrics([{"steps": {"before": {}, "after": after,
+                                                     "reset": {"reset_ms": 40.5}}}], 6, 1024)
+    assert m["iterations"][0]["paused_ms"] == {"0000:03:00.0": 12.345}
+    assert m["iterations"][0]["reset_ms"] == 40.5 and m["paused_ms_max"] == 12.345
 
 
 def report(iomem, ok=False):

@@ -2,6 +2,8 @@
 reports: labprobe bars before and after the hot-add of a drive whose BAR
 does not fit, per slot."""
 
+import re
+
 
 def _functions(bars_report):
     """{slot: {dev: {bar index: (start, size, assigned)}}} of one labprobe
@@ -30,11 +32,32 @@ def _moved(before, after, skip):
     return out
 
 
+# a neighbour's driver paused for a BAR move (kernel patch 0020's line)
+PAUSED = re.compile(r"resumed after a BAR move, paused ([0-9]+) us")
+
+
+def _pauses(bars_report, skip):
+    """{dev: ms} of every function but the new drive's whose kernel lines
+    in that view say its driver was paused for a BAR move."""
+    out = {}
+    for s in (bars_report or {}).get("slots") or []:
+        if str(s.get("slot")) == skip:
+            continue
+        for f in s.get("functions") or []:
+            for line in f.get("log") or []:
+                m = PAUSED.search(line)
+                if m:
+                    out[f["dev"]] = round(int(m.group(1)) / 1000, 3)
+    return out
+
+
 def lab_bar_squeeze_metrics(reports, slot, cmb_mib):
     """Per iteration: the new drive (its BARs, driver, kernel lines), the
-    neighbours' BARs that moved, the port windows before and after, the
-    free blocks the new BAR had before the add; the first iteration's
-    /proc/iomem before and after."""
+    neighbours' BARs that moved and how long each one's driver was paused
+    for it (ms, from the kernel's line), the port windows before and
+    after, the free blocks the new BAR had before the add, the time a
+    reset of the blocker's controller took in the same VM (ms); the first
+    iteration's /proc/iomem before and after."""
     slot = str(slot)
     its = []
     iomem = {}
@@ -51,6 +74,8 @@ def lab_bar_squeeze_metrics(reports, slot, cmb_mib):
             "assigned": bool(funcs) and all(f.get("unassigned") == 0 for f in funcs),
             "bound": bool(funcs) and all(f.get("driver") for f in funcs),
             "moved": _moved(fb, fa, slot),
+            "paused_ms": _pauses(after, slot),
+            "reset_ms": (steps.get("reset") or {}).get("reset_ms"),
             "windows_before": wb, "windows_after": wa,
             "squeeze": rep.get("squeeze"), "released": rep.get("released"),
         })
@@ -59,6 +84,7 @@ def lab_bar_squeeze_metrics(reports, slot, cmb_mib):
     return {"slot": int(slot), "cmb_mib": int(cmb_mib), "iterations": its,
             "assigned": sum(1 for x in its if x["assigned"]), "bound": sum(1 for x in its if x["bound"]),
             "moved_bars": sum(len(x["moved"]) for x in its),
+            "paused_ms_max": max([v for x in its for v in x["paused_ms"].values()], default=None),
             "released_bars": sum(len(x["released"] or []) for x in its), "iomem_first": iomem}
 
 
@@ -124,10 +150,13 @@ def lab_bar_squeeze_judge(report, slot, cmb_mib):
     """bar-squeeze's own checks of an iteration (a steps report):
     - the squeeze was set up: before the add no free block of the new BAR's
       size and alignment (the CMB rounded up to a power of two) was left in
-      the host bridge's windows, the new device's port's own windows
-      counting as free (a window an earlier add grew stays with its port:
-      bar-squeeze1's third iteration); else the add proves nothing about
-      moving BARs (finding: setup);
+      the host bridge's windows; else the add proves nothing about moving
+      BARs (finding: setup). A block inside the new device's port's own
+      windows is no setup failure but the re-add case: a window an earlier
+      add grew (or made room for) stays with its port after its device is
+      removed, so the device fits again without a move (squeeze.kept_window;
+      bar-squeeze1's third iteration, and every iteration after the first
+      on a kernel that moves BARs);
     - no neighbour lost a BAR under its bound driver: a window released to
       make room for the new device takes the BARs below it along, and the
       driver keeps using addresses its device no longer decodes (finding:
@@ -139,9 +168,11 @@ def lab_bar_squeeze_judge(report, slot, cmb_mib):
         return report
     port = next((x for x in before.get("slots") or [] if str(x.get("slot")) == str(slot)), {})
     own = [(int(w["start"], 16), int(w["end"], 16)) for w in port.get("windows") or [] if w.get("assigned")]
-    free = free_aligned_blocks(before["iomem"], size, own)
+    free = free_aligned_blocks(before["iomem"], size)
+    kept = [b for b in free_aligned_blocks(before["iomem"], size, own) if b not in free]
     released = _released(before, after, str(slot))
-    report = dict(report, squeeze={"bar_size": size, "free_blocks_before": free}, released=released)
+    report = dict(report, squeeze={"bar_size": size, "free_blocks_before": free, "kept_window": kept},
+                  released=released)
     extra = []
     if free:
         extra.append({"kind": "setup", "line": f"no squeeze: {len(free)} free block(s) of {size:#x} bytes were left "
