@@ -118,6 +118,22 @@ def test_a_bar_taken_from_under_its_bound_driver_fails_the_iteration():
     assert lab_bars.lab_bar_squeeze_judge(dict(rep, findings=[]), 6, 1024)["findings"] == []
 
 
+def test_a_reset_that_fails_on_a_released_bar_is_part_of_that_finding():
+    """bar-move1, stock, iteration 2: the controller reset after the add
+    failed ("I/O error") because the add had released the blocker's BAR:
+    one cause, one finding; without a released BAR the failed reset stays
+    a finding of its own."""
+    before = bars_view({"5": ("0000:05:00.0", [bar(2, "0x40000000", 1 << 28)])})
+    after = bars_view({"5": ("0000:05:00.0", [bar(2, "0x0", 1 << 28, False)])})
+    reset = {"kind": "step", "line": "reset failed (exit 1)", "context": ["sh: 1: echo: echo: I/O error"]}
+    rep = {"ok": False, "findings": [reset], "steps": {"before": before, "after": after}}
+    r = lab_bars.lab_bar_squeeze_judge(rep, 6, 1024)
+    (f,) = r["findings"]
+    assert f["kind"] == "bar-released" and f["context"][-1] == "then: reset failed (exit 1): sh: 1: echo: echo: I/O error"
+    r = lab_bars.lab_bar_squeeze_judge(dict(rep, steps={"before": before, "after": before}), 6, 1024)
+    assert r["findings"] == [reset] and not r["ok"]
+
+
 def test_metrics_name_the_bars_that_moved_and_the_new_drive():
     before = bars_view({"5": ("0000:05:00.0", [bar(2, "0x40000000", 1 << 28)])})
     after = bars_view({"5": ("0000:05:00.0", [bar(2, "0x80000000", 1 << 28)]),

@@ -41,6 +41,8 @@ BAD = [
     ([{"lab_slots": 3, "lab_drives": 1, "lab_scenarios": ["aer-reset-storm"]}],
      "aer-reset-storm needs at least 2 root-port slot(s) with a drive"),
     ([{"lab_scenarios": ["jbof-yank"]}], "jbof-yank needs at least 1 JBOF(s) with drives"),
+    ([{"lab_slots": 8, "lab_drives": 4, "lab_pci_hole64_mib": 0, "lab_bar_squeeze_blockers": 4,
+       "lab_scenarios": ["bar-squeeze"]}], "than lab_bar_squeeze_blockers=4: lab_drives is 4"),
     (["lab_kernel_image=/etc/hostname"], "is no x86 bzImage"),
     (["lab_kernel_image=/srv/no-such-bzImage"], "lab_kernel_image=/srv/no-such-bzImage: No such file"),
     ([f"lab_kernel_tree={REPO}", "lab_kernel_image=/etc/hostname"], "are both set"),

@@ -52,6 +52,7 @@ REQUIRES = {
     "dpc": "its root ports need the DPC capability (lab_dpc=true, fidelity platform)",
     "jbofs": "JBOFs with drives, at least this many",
     "drives": "root-port slots with a drive at boot, at least this many",
+    "drives_over": "more root-port slots with a drive at boot than the profile field it names",
     "firmware_on": "lab_firmware=thunderbolt on a slot of each kind listed: drive (a drive at boot), empty",
     "empty_slots": "root-port slots without a drive at boot, at least this many",
     "pci_hole64_mib": "lab_pci_hole64_mib exactly this (0: no 64-bit PCI window)",
@@ -127,6 +128,10 @@ def _check_requires(scenarios, requires, p, drive_numbers, firmware_slots):
         if len(drive_numbers) < drives:
             raise AnsibleFilterError(f"profile field lab_scenarios: {name} needs at least {drives} root-port "
                                      f"slot(s) with a drive at boot: lab_drives is {len(drive_numbers)}")
+        over = need.get("drives_over")
+        if over and len(drive_numbers) <= int(p.get(over) or 0):
+            raise AnsibleFilterError(f"profile field lab_scenarios: {name} needs more root-port slots with a drive "
+                                     f"at boot than {over}={p.get(over)}: lab_drives is {len(drive_numbers)}")
         empty = need.get("empty_slots", 0)
         if p["lab_slots"] - len(drive_numbers) < empty:
             raise AnsibleFilterError(f"profile field lab_scenarios: {name} needs at least {empty} root-port slot(s) "
@@ -258,7 +263,7 @@ def lab_validate_profile(profile, known_scenarios):
     # scenario files of this checkout declare
     requires = known_scenarios if isinstance(known_scenarios, dict) else _repo_requires()
     _check_requires(scenarios, requires,
-                    {"lab_attention_button": button, "lab_dpc": dpc, "lab_jbofs": jbofs,
+                    {**p, "lab_attention_button": button, "lab_dpc": dpc, "lab_jbofs": jbofs,
                      "lab_jbof_drives": jbof_drives, "lab_firmware": firmware, "lab_slots": slots,
                      "lab_pci_hole64_mib": int(p.get("lab_pci_hole64_mib", -1))},
                     numbers[:drives], firmware_slots)
