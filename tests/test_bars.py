@@ -196,3 +196,45 @@ def test_bar_squeeze_ab2_stock_releases_a_bound_window_and_patched_refuses():
     assert ("resource 9 [mem 0x40000000-0x4fffffff 64bit pref] not released: 0000:06:00.0 BAR 2 "
             "[mem 0x40000000-0x4fffffff 64bit pref] is in use") in patched_log
     assert "0x4fffffff 64bit pref] released" not in patched_log
+
+
+def test_bar_move3_stock_fails_to_place_and_patched_moves_four_neighbours():
+    """Run bar-move3 (profiles/bar-squeeze-ab.yml: four neighbours with a
+    256 MiB CMB fill the only 1 GiB block, two adds each): stock cannot
+    place the new BAR, then releases all four bound windows (xfail);
+    patched (0018-0020) moves the four windows and BARs with nvme paused,
+    places the BAR and binds nvme, fio goes on, and the re-add fits the
+    window it kept (pass)."""
+    import json
+    ref = REPO / "reference-results/bar-move3"
+    summary = json.loads((ref / "summary.json").read_text())
+    recs = {r["variant"]: r for r in summary["scenarios"] if r["name"] == "bar-squeeze"}
+    assert {v: r["status"] for v, r in recs.items()} == {"stock": "xfail", "patched": "pass"}
+    assert [f["kind"] for f in recs["stock"]["findings"]] == ["step"] + ["bar-released"] * 4
+    first, second = recs["patched"]["metrics"]["iterations"]
+    assert first["assigned"] and first["bound"] and not first["squeeze"]["free_blocks_before"]
+    moved = {m["dev"]: (m["before"], m["after"]) for m in first["moved"]}
+    assert len(moved) == 4 and all(a != "0x0" and a != b for b, a in moved.values())
+    assert set(first["paused_ms"]) == set(moved) and all(p > 0 for p in first["paused_ms"].values())
+    assert first["reset_ms"] > 0
+    assert second["moved"] == [] and second["squeeze"]["kept_window"] == ["0x40000000-0x7fffffff"]
+    log = (ref / "kernel-log-move-patched.txt").read_text()
+    assert "made room at [0x40000000-0x7fffffff]: 4 window(s) and 4 device(s) moved" in log
+    assert log.count("resumed after a BAR move, paused") == 4
+
+
+def test_the_bar_move3_table_in_the_docs_matches_its_result_file():
+    """docs/measurements.md's table of the moved neighbours is recomputed
+    from reference-results/bar-move3/summary.json."""
+    import json
+    import re
+    text = (REPO / "docs/measurements.md").read_text()
+    section = text[text.index("four neighbours moved (bar-move3)"):]
+    rows = re.findall(r"^\| (\S+) \(slot (\d+)\) \| (0x[0-9a-f]+) \| (0x[0-9a-f]+) \| ([0-9.]+) \|$", section, re.M)
+    summary = json.loads((REPO / "reference-results/bar-move3/summary.json").read_text())
+    (rec,) = [r for r in summary["scenarios"] if r["name"] == "bar-squeeze" and r["variant"] == "patched"]
+    first = rec["metrics"]["iterations"][0]
+    want = {(m["dev"], m["slot"], m["before"], m["after"], f"{first['paused_ms'][m['dev']]:.1f}")
+            for m in first["moved"]}
+    assert len(rows) == 4 and set(rows) == want
+    assert f"took {first['reset_ms']:.1f} ms" in section
