@@ -238,3 +238,22 @@ def test_the_bar_move3_table_in_the_docs_matches_its_result_file():
             for m in first["moved"]}
     assert len(rows) == 4 and set(rows) == want
     assert f"took {first['reset_ms']:.1f} ms" in section
+
+
+def test_bar_knobs1_the_knobs_give_the_block_to_the_first_port_added():
+    """Run bar-knobs1 (stock, pci=realloc,hpmmioprefsize=1G): the boot
+    keeps the firmware's 2 MiB pref windows; the first blocker's port gets
+    the 1 GiB block at its re-add; the squeezed drive still fails, then
+    takes the four neighbours' windows (xfail)."""
+    import json
+    ref = REPO / "reference-results/bar-knobs1"
+    summary = json.loads((ref / "summary.json").read_text())
+    (rec,) = [r for r in summary["scenarios"] if r["name"] == "bar-squeeze"]
+    assert rec["status"] == "xfail" and [f["kind"] for f in rec["findings"]] == ["step"] + ["bar-released"] * 4
+    first = rec["metrics"]["iterations"][0]
+    prefs = {s: [w for w in ws if w["kind"] == "pref64"] for s, ws in first["windows_before"].items()}
+    assert [w["size"] for w in prefs["4"]] == [1 << 30] and prefs["4"][0]["start"] == "0x40000000"
+    assert not first["assigned"]
+    log = (ref / "kernel-log.txt").read_text()
+    assert "pci=realloc,hpmmioprefsize=1G" in log
+    assert "bridge window [mem 0x40000000-0x7fffffff 64bit pref]: assigned" in log
