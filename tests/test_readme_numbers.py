@@ -129,3 +129,36 @@ def test_the_edit_loop_table_matches_its_result_files():
         assert [float(c) for c in cells[2:]] == [round(x, 1) for x in want], (path, cells)
         (wall,) = re.findall(rf"\({run}[^)]*\): ([0-9.]+) s wall", times)
         assert float(cells[1]) == round(float(wall), 1), (path, cells[1], wall)
+
+
+FLAG_HEADER = "| patched, completion timeout |"
+
+
+def test_the_disconnected_flag_table_matches_its_result_file():
+    """docs/measurements.md's marked-against-unmarked table (patch 0008's
+    switch) is recomputed from the reference-results file its section
+    names; the hotplug event tracepoint (0001) fired once a yanked drive on
+    patched and never on stock."""
+    text = (REPO / "docs/measurements.md").read_text()
+    (section,) = [s for s in re.split(r"\n(?=#{1,3} )", text) if FLAG_HEADER in s]
+    lines = section.splitlines()
+    i = next(n for n, line in enumerate(lines) if line.startswith(FLAG_HEADER))
+    run = REF.findall("\n".join(lines[:i]))[-1]
+    summary = json.loads((REPO / "reference-results" / run / "summary.json").read_text())
+    m = record(summary, "patched")
+    rows = [[c.strip() for c in row.strip("|").split("|")] for row in lines[i + 2:] if row.startswith("|")]
+    assert len(rows) == 2
+    for cells in rows:
+        t = str(int(float(cells[0].split()[0]) * 1000))
+        n = max(m["T_ms"][t]["marked"], key=int)
+        reads = m["absent_reads"][t]
+        assert cells[1:] == [str(round(m["T_ms"][t]["marked"][n])), str(round(m["T_ms"][t]["unmarked"][n])),
+                             f"{m['unmarked_over_marked'][t][n]:.2f}",
+                             f"{reads['marked'][n]['total']} / {reads['unmarked'][n]['total']}"], cells
+    for t, flags in m["phases"].items():
+        for flag, sizes in flags.items():
+            for n, ph in sizes.items():
+                assert ph["tracepoint_ms"]["hp_event"]["n"] == int(n), (t, flag, n)
+    stock = record(summary, "stock")
+    assert not any("hp_event" in (ph.get("tracepoint_ms") or {}) for flags in stock["phases"].values()
+                   for sizes in flags.values() for ph in sizes.values())
