@@ -171,6 +171,75 @@ def test_a_released_bar_is_stocks_known_failure_and_patched_fails_on_it():
     assert r["status"] == "fail"
 
 
+STUB = "0000:08:00.0"
+REFUSAL = ("pcieport 0000:00:02.6: cannot make room for 0x40000000 bytes: 0000:08:00.0 (pci-stub) cannot move: "
+           "its driver does not opt in")
+
+
+def immovable(refusal_log, new_assigned=False, moved=False):
+    """An iteration of lab_bar_squeeze_immovable: the blocker in slot 5
+    bound to pci-stub (step stub), its kernel line (or none) in its log."""
+    before = bars_view({"5": (STUB, [bar(2, "0x40000000", 1 << 28)])})
+    after = bars_view({"5": (STUB, [bar(2, "0x80000000" if moved else "0x40000000", 1 << 28)]),
+                       "6": ("0000:09:00.0", [bar(0, "0xfd000000", 16384),
+                                              bar(2, "0x40000000" if new_assigned else "0x0", GIB, new_assigned)])})
+    for v in (before, after):
+        v["slots"][0]["functions"][0]["driver"] = "pci-stub"
+    after["slots"][0]["functions"][0]["log"] = refusal_log
+    return {"ok": True, "findings": [], "steps": {"stub": {"ok": True, "dev": STUB, "driver": "pci-stub"},
+                                                  "before": before, "after": after}}
+
+
+def test_an_immovable_neighbour_passes_only_when_0020_refuses_naming_it():
+    """lab_bar_squeeze_immovable: the add must be refused with patch 0020's
+    line naming the pci-stub device, the new BAR left unassigned, nothing
+    moved; each way of getting it wrong is a finding."""
+    r = lab_bars.lab_bar_squeeze_judge(immovable([REFUSAL]), 6, 1024, 5)
+    assert r["ok"] and r["findings"] == [] and r["refused"] == REFUSAL
+    assert lab_bars.lab_bar_squeeze_metrics([r], 6, 1024)["refused"] == 1
+    # no line (stock: nothing tried), a line naming another device
+    for log in ([], [REFUSAL.replace(STUB, "0000:07:00.0")]):
+        r = lab_bars.lab_bar_squeeze_judge(immovable(log), 6, 1024, 5)
+        (f,) = r["findings"]
+        assert not r["ok"] and f["kind"] == "refusal"
+        assert f["line"] == f"the add was not refused naming the immovable {STUB} (pci-stub)"
+    r = lab_bars.lab_bar_squeeze_judge(immovable([REFUSAL], new_assigned=True), 6, 1024, 5)
+    assert [f["line"] for f in r["findings"]] == [
+        f"the add was not refused naming the immovable {STUB} (pci-stub): the new drive got every BAR"]
+    r = lab_bars.lab_bar_squeeze_judge(immovable([REFUSAL], moved=True), 6, 1024, 5)
+    (f,) = r["findings"]
+    assert f["kind"] == "refusal-moved" and f["line"].startswith(f"slot 5: {STUB} BAR 2 moved from 0x40000000 to")
+    # without the option the same view is judged as before: no refusal asked
+    assert "refused" not in lab_bars.lab_bar_squeeze_judge(immovable([]), 6, 1024)
+
+
+def test_the_missing_refusal_is_stocks_known_failure_only_with_the_option():
+    """stock and distro: no refusal line (they never try to move) is
+    expected with lab_bar_squeeze_immovable only; patched fails on it, and
+    a refusal whose new drive got its BAR fails everywhere."""
+    import yaml
+    import lab_results
+    lists = {v: yaml.safe_load((REPO / f"kernel/expected-failures/{v}.yml").read_text())
+             for v in ("stock", "distro", "patched")}
+    rec = lab_bars.lab_bar_squeeze_judge(immovable([]), 6, 1024, 5)
+    rec = {"name": "bar-squeeze", "status": "fail", "findings": rec["findings"]}
+    on = {"lab_bar_squeeze_immovable": True}
+    for variant, profile, status in (("stock", on, "xfail"), ("distro", on, "xfail"), ("patched", on, "fail"),
+                                     ("stock", {}, "fail")):
+        (r,) = lab_results.lab_apply_expected([dict(rec, variant=variant)], lists, profile)
+        assert r["status"] == status, (variant, profile)
+    bad = lab_bars.lab_bar_squeeze_judge(immovable([], new_assigned=True), 6, 1024, 5)["findings"]
+    (r,) = lab_results.lab_apply_expected([dict(rec, variant="stock", findings=bad)], lists, on)
+    assert r["status"] == "fail"
+
+
+def test_labprobe_bars_refuses_an_expected_slot_it_does_not_look_at(labprobe):
+    from conftest import run
+    for opt in ("--expect-present", "--expect-bound"):
+        r = run([labprobe, "bars", "--slots", "1,2", opt, "3"], timeout=30)
+        assert r.returncode == 2 and f"labprobe bars: {opt} 3 is not one of --slots" in r.stderr
+
+
 def test_bar_squeeze_ab2_stock_releases_a_bound_window_and_patched_refuses():
     """Run bar-squeeze-ab2 (profiles/bar-squeeze-ab.yml, two adds each):
     both kernels fail to place the 1 GiB BAR (expected: nothing moves BARs

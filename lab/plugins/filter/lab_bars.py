@@ -78,6 +78,7 @@ def lab_bar_squeeze_metrics(reports, slot, cmb_mib):
             "reset_ms": (steps.get("reset") or {}).get("reset_ms"),
             "windows_before": wb, "windows_after": wa,
             "squeeze": rep.get("squeeze"), "released": rep.get("released"),
+            "immovable": (steps.get("stub") or {}).get("dev"), "refused": rep.get("refused"),
         })
         if i == 0:
             iomem = {"before": before.get("iomem"), "after": after.get("iomem")}
@@ -85,7 +86,8 @@ def lab_bar_squeeze_metrics(reports, slot, cmb_mib):
             "assigned": sum(1 for x in its if x["assigned"]), "bound": sum(1 for x in its if x["bound"]),
             "moved_bars": sum(len(x["moved"]) for x in its),
             "paused_ms_max": max([v for x in its for v in x["paused_ms"].values()], default=None),
-            "released_bars": sum(len(x["released"] or []) for x in its), "iomem_first": iomem}
+            "released_bars": sum(len(x["released"] or []) for x in its),
+            "refused": sum(1 for x in its if x["refused"]), "iomem_first": iomem}
 
 
 def _iomem(lines):
@@ -146,7 +148,45 @@ def _released(before, after, skip):
     return out
 
 
-def lab_bar_squeeze_judge(report, slot, cmb_mib):
+# patch 0020's refusal of a range that holds a device it cannot pause:
+# "cannot make room for 0x40000000 bytes: 0000:0b:00.0 (pci-stub) cannot
+# move: its driver does not opt in"
+REFUSED = "cannot make room for {size:#x} bytes: {dev} (pci-stub) cannot move: its driver does not opt in"
+
+
+def _refusal(report, slot, size):
+    """The immovable case (lab_bar_squeeze_immovable): the blocker bound
+    to pci-stub (step stub) holds part of the only block the new BAR fits,
+    so a kernel that moves BARs must refuse the add with a line naming it,
+    leave the new BAR unassigned and move nothing. (refusal line or None,
+    findings)"""
+    steps = report.get("steps") or {}
+    dev = (steps.get("stub") or {}).get("dev")
+    after = steps.get("after") or {}
+    if not dev or not after:
+        return None, []
+    want = REFUSED.format(size=size, dev=dev)
+    logs = [line for s in after.get("slots") or [] for f in s.get("functions") or [] for line in f.get("log") or []]
+    line = next((x for x in logs if want in x), None)
+    new = next((s for s in after.get("slots") or [] if str(s.get("slot")) == str(slot)), {})
+    funcs = new.get("functions") or []
+    assigned = bool(funcs) and all(f.get("unassigned") == 0 for f in funcs)
+    moved = _moved(_functions(steps.get("before"))[0], _functions(after)[0], str(slot))
+    out = []
+    if not line or assigned:
+        out.append({"kind": "refusal",
+                    "line": f"the add was not refused naming the immovable {dev} (pci-stub)"
+                            + (": the new drive got every BAR" if assigned else ""),
+                    "context": [f"wanted: {want}"] + [x for f in funcs for x in f.get("log") or []][-20:]})
+    for m in moved:
+        out.append({"kind": "refusal-moved",
+                    "line": f"slot {m['slot']}: {m['dev']} BAR {m['bar']} moved from {m['before']} to {m['after']} "
+                            f"although the add needed the immovable {dev}",
+                    "context": [line] if line else []})
+    return line, out
+
+
+def lab_bar_squeeze_judge(report, slot, cmb_mib, stub_slot=0):
     """bar-squeeze's own checks of an iteration (a steps report):
     - the squeeze was set up: before the add no free block of the new BAR's
       size and alignment (the CMB rounded up to a power of two) was left in
@@ -160,7 +200,11 @@ def lab_bar_squeeze_judge(report, slot, cmb_mib):
     - no neighbour lost a BAR under its bound driver: a window released to
       make room for the new device takes the BARs below it along, and the
       driver keeps using addresses its device no longer decodes (finding:
-      bar-released; bs4 saw 6.1 do it on the second hot-add)."""
+      bar-released; bs4 saw 6.1 do it on the second hot-add);
+    - with a blocker bound to pci-stub (stub_slot, lab_bar_squeeze_immovable):
+      the add refused with 0020's line naming that blocker, the new BAR
+      unassigned (finding: refusal) and no neighbour's BAR moved (finding:
+      refusal-moved)."""
     size = 1 << (max(int(cmb_mib), 1) * 2**20 - 1).bit_length()
     steps = report.get("steps") or {}
     before, after = steps.get("before") or {}, steps.get("after") or {}
@@ -174,6 +218,9 @@ def lab_bar_squeeze_judge(report, slot, cmb_mib):
     report = dict(report, squeeze={"bar_size": size, "free_blocks_before": free, "kept_window": kept},
                   released=released)
     extra = []
+    if int(stub_slot or 0):
+        refused, extra = _refusal(report, slot, size)
+        report["refused"] = refused
     if free:
         extra.append({"kind": "setup", "line": f"no squeeze: {len(free)} free block(s) of {size:#x} bytes were left "
                                                f"for the new BAR before the add ({', '.join(free[:4])})",

@@ -145,7 +145,11 @@ static int bus_funcs(int bus, char funcs[][32], int max)
 	return n;
 }
 
-static void bars_slot(const char *slot, bool expect_bound, unsigned long long since, bool with_log,
+/* what a slot is checked for: a function below it (a hot-add done), or
+ * also every BAR assigned and a driver bound */
+enum bars_want { WANT_NOTHING, WANT_PRESENT, WANT_BOUND };
+
+static void bars_slot(const char *slot, enum bars_want want, unsigned long long since, bool with_log,
 		      struct json_object *slots, struct checks *c)
 {
 	struct json_object *o = json_object_new_object(), *wins = json_object_new_array(), *funcs;
@@ -185,8 +189,9 @@ static void bars_slot(const char *slot, bool expect_bound, unsigned long long si
 	}
 	json_object_object_add(o, "functions", funcs);
 	json_object_array_add(slots, o);
-	if (expect_bound) {
+	if (want != WANT_NOTHING)
 		check(c, nf > 0, "device-present", "slot %s: %d function(s) below %s", slot, nf, port);
+	if (want == WANT_BOUND) {
 		check(c, nf > 0 && !total_unassigned, "bars-assigned", "slot %s: %d BAR(s) the kernel could not assign",
 		      slot, total_unassigned);
 		check(c, nf > 0 && all_bound, "driver-bound", "slot %s: %s", slot,
@@ -194,22 +199,38 @@ static void bars_slot(const char *slot, bool expect_bound, unsigned long long si
 	}
 }
 
-/* One look at every slot: the slots' JSON; its checks in c (initialised
- * here) */
-static struct json_object *bars_look(char **names, int nslots, char **bound, int nbound, long since,
+/* One look at every slot (want[i] for names[i]): the slots' JSON; its
+ * checks in c (initialised here) */
+static struct json_object *bars_look(char **names, const enum bars_want *want, int nslots, long since,
 				     bool with_log, struct checks *c)
 {
 	struct json_object *slots = json_object_new_array();
 
 	check_init(c);
-	for (int i = 0; i < nslots; i++) {
-		bool expect = false;
-
-		for (int k = 0; k < nbound; k++)
-			expect |= !strcmp(bound[k], names[i]);
-		bars_slot(names[i], expect, (unsigned long long)since, with_log, slots, c);
-	}
+	for (int i = 0; i < nslots; i++)
+		bars_slot(names[i], want[i], (unsigned long long)since, with_log, slots, c);
 	return slots;
+}
+
+/* Mark each slot of the list --NAME gave (one of --slots) with w in want */
+static int want_slots(const char *name, char *list, char **names, int nslots, enum bars_want *want,
+		      enum bars_want w)
+{
+	char *each[64];
+	int n = parse_slots(name, list, each, 64);
+
+	for (int k = 0; k < n; k++) {
+		int i = 0;
+
+		while (i < nslots && strcmp(each[k], names[i]))
+			i++;
+		if (i == nslots) {
+			fprintf(stderr, "labprobe bars: %s %s is not one of --slots\n", name, each[k]);
+			return -1;
+		}
+		want[i] = w;
+	}
+	return n < 0 ? -1 : 0;
 }
 
 /* the resource tree: /proc/iomem's lines (root reads real addresses), at
@@ -234,16 +255,18 @@ static struct json_object *iomem_json(int max)
 
 int cmd_bars(int argc, char **argv, struct json_object *out)
 {
-	enum { OPT_SLOTS = OPT_FIRST, OPT_EXPECT_BOUND, OPT_SINCE_SEQ, OPT_TIMEOUT };
+	enum { OPT_SLOTS = OPT_FIRST, OPT_EXPECT_BOUND, OPT_EXPECT_PRESENT, OPT_SINCE_SEQ, OPT_TIMEOUT };
 	static const struct option opts[] = {
 		{ "slots", required_argument, NULL, OPT_SLOTS },
 		{ "expect-bound", required_argument, NULL, OPT_EXPECT_BOUND },
+		{ "expect-present", required_argument, NULL, OPT_EXPECT_PRESENT },
 		{ "since-seq", required_argument, NULL, OPT_SINCE_SEQ },
 		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
 		{ NULL, 0, NULL, 0 },
 	};
-	char *names[64], *bound[64];
-	int nslots = 0, nbound = 0, opt;
+	char *names[64], *bound = NULL, *present = NULL;
+	enum bars_want want[64] = { WANT_NOTHING };
+	int nslots = 0, opt;
 	long since = 0;
 	bool since_given = false;
 	double timeout = 0, start = now_mono();
@@ -258,8 +281,10 @@ int cmd_bars(int argc, char **argv, struct json_object *out)
 				return 2;
 			break;
 		case OPT_EXPECT_BOUND:
-			if ((nbound = parse_slots("--expect-bound", strdup(optarg), bound, 64)) < 0)
-				return 2;
+			bound = optarg;
+			break;
+		case OPT_EXPECT_PRESENT:
+			present = optarg;
 			break;
 		case OPT_SINCE_SEQ:
 			if (parse_long_opt("--since-seq", optarg, 0, LONG_MAX, &since))
@@ -278,22 +303,15 @@ int cmd_bars(int argc, char **argv, struct json_object *out)
 		fprintf(stderr, "labprobe bars: --slots N,... is required\n");
 		return 2;
 	}
-	for (int k = 0; k < nbound; k++) {
-		bool in = false;
-
-		for (int i = 0; i < nslots; i++)
-			in |= !strcmp(bound[k], names[i]);
-		if (!in) {
-			fprintf(stderr, "labprobe bars: --expect-bound %s is not one of --slots\n", bound[k]);
-			return 2;
-		}
-	}
+	if ((present && want_slots("--expect-present", strdup(present), names, nslots, want, WANT_PRESENT)) ||
+	    (bound && want_slots("--expect-bound", strdup(bound), names, nslots, want, WANT_BOUND)))
+		return 2;
 	/* look at sysfs until every check holds (a hot-add still being
 	 * configured) or the timeout passed, then once more with the
 	 * kernel's lines (a failed BAR is only there) and its log's
 	 * findings: the log is read once, not on every look */
 	for (;;) {
-		slots = bars_look(names, nslots, bound, nbound, since, false, &c);
+		slots = bars_look(names, want, nslots, since, false, &c);
 		looks++;
 		if (!c.failed || now_mono() - start >= timeout)
 			break;
@@ -303,7 +321,7 @@ int cmd_bars(int argc, char **argv, struct json_object *out)
 	}
 	json_object_put(slots);
 	json_object_put(c.list);
-	slots = bars_look(names, nslots, bound, nbound, since, true, &c);
+	slots = bars_look(names, want, nslots, since, true, &c);
 	findings = findings_check(&c, since_given, since);
 	json_object_object_add(out, "looks", json_object_new_int(looks));
 	json_object_object_add(out, "slots", slots);

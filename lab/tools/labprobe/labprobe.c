@@ -17,7 +17,7 @@ static const struct {
 	{ "absent", cmd_absent, "--slot N [--expect-ones]" },
 	{ "pme", cmd_pme, "--arm | --slots N,... [--wait-suspended S] [--expect-pmeie on|off] [--collect [--expect-pme-untouched]]" },
 	{ "dpc", cmd_dpc, "--arm | --slots N,... [--collect [--expect-contained K] [--expect-no-recovery]] [--since-seq SEQ]" },
-	{ "bars", cmd_bars, "--slots N,... [--expect-bound N,... [--timeout S]] [--since-seq SEQ]" },
+	{ "bars", cmd_bars, "--slots N,... [--expect-bound|--expect-present N,... [--timeout S]] [--since-seq SEQ]" },
 	{ "view", cmd_view, "--slots N,... [--since-seq SEQ] [--expect SLOT=SERIAL|SLOT=empty,...] [--timeout S] [--log [LINES]]" },
 	{ "rescan-loop", cmd_rescan_loop, "start [--interval-ms N] [--keep-lock-stat] | stop [--timeout S] [--class NAME]..." },
 	{ "lockstat", cmd_lockstat, "[--reset] [CLASS...]" },
