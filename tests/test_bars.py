@@ -125,7 +125,7 @@ def test_a_reset_that_fails_on_a_released_bar_is_part_of_that_finding():
     a finding of its own."""
     before = bars_view({"5": ("0000:05:00.0", [bar(2, "0x40000000", 1 << 28)])})
     after = bars_view({"5": ("0000:05:00.0", [bar(2, "0x0", 1 << 28, False)])})
-    reset = {"kind": "step", "line": "reset failed (exit 1)", "context": ["sh: 1: echo: echo: I/O error"]}
+    reset = {"kind": "step", "step": "reset", "line": "reset failed (exit 1)", "context": ["sh: 1: echo: echo: I/O error"]}
     rep = {"ok": False, "findings": [reset], "steps": {"before": before, "after": after}}
     r = lab_bars.lab_bar_squeeze_judge(rep, 6, 1024)
     (f,) = r["findings"]

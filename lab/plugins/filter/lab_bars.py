@@ -109,8 +109,8 @@ def free_aligned_blocks(iomem_lines, size, own=()):
     host bridge's windows (top-level "PCI Bus 0000:00") and overlap none of
     their children but the (start, end) ranges in own (the new device's
     port's windows, which are its to use): where a BAR of that size could go
-    without moving another device's."""
-    res = _iomem(iomem_lines)
+    without moving another device's. iomem_lines may be _iomem()'s list."""
+    res = iomem_lines if iomem_lines and isinstance(iomem_lines[0], tuple) else _iomem(iomem_lines)
     free = []
     for i, (start, end, depth, name) in enumerate(res):
         if depth != 0 or name != "PCI Bus 0000:00":
@@ -212,8 +212,9 @@ def lab_bar_squeeze_judge(report, slot, cmb_mib, stub_slot=0):
         return report
     port = next((x for x in before.get("slots") or [] if str(x.get("slot")) == str(slot)), {})
     own = [(int(w["start"], 16), int(w["end"], 16)) for w in port.get("windows") or [] if w.get("assigned")]
-    free = free_aligned_blocks(before["iomem"], size)
-    kept = [b for b in free_aligned_blocks(before["iomem"], size, own) if b not in free]
+    tree = _iomem(before["iomem"])
+    free = free_aligned_blocks(tree, size)
+    kept = [b for b in free_aligned_blocks(tree, size, own) if b not in free]
     released = _released(before, after, str(slot))
     report = dict(report, squeeze={"bar_size": size, "free_blocks_before": free, "kept_window": kept},
                   released=released)
@@ -230,7 +231,8 @@ def lab_bar_squeeze_judge(report, slot, cmb_mib, stub_slot=0):
         # the controller reset after the add (step reset) writes to the
         # released BAR's controller: its failure is this finding's
         # consequence, kept in its context rather than counted apart
-        reset = [f for f in findings if f.get("kind") == "step" and f.get("line", "").startswith("reset failed")]
+        reset = [f for f in findings if f.get("kind") == "step" and f.get("step") == "reset"
+                 and "not run" not in f.get("line", "")]
         findings = [f for f in findings if f not in reset]
     for i, r in enumerate(released):
         extra.append({"kind": "bar-released",

@@ -111,14 +111,16 @@ def _step_finding(step, kind="step"):
     errors = [rep["error"]] if rep.get("error") else []
     errors += rep.get("errors", [])
     if not step.get("ran"):
-        return {"kind": kind, "line": f"{step['name']}: not run (an earlier step failed)", "context": []}
+        return {"kind": kind, "step": step["name"], "line": f"{step['name']}: not run (an earlier step failed)",
+                "context": []}
     context = (lines + errors or step.get("stderr") or step.get("stdout_tail") or [])[:40]
     log = rep.get("log") or []
     if log:
         context = context + ["kernel log since the scenario's start (tail):"] + log[-40:]
     # the failed checks' names in the line: expected failures match on it
     names = ", ".join(c["name"] for c in rep.get("checks", []) if not c.get("ok"))
-    return {"kind": kind, "line": f"{step['name']} failed (exit {step.get('rc')})" + (f": {names}" if names else ""),
+    return {"kind": kind, "step": step["name"],
+            "line": f"{step['name']} failed (exit {step.get('rc')})" + (f": {names}" if names else ""),
             "context": context}
 
 
