@@ -204,11 +204,18 @@ def test_an_immovable_neighbour_passes_only_when_0020_refuses_naming_it():
         assert not r["ok"] and f["kind"] == "refusal"
         assert f["line"] == f"the add was not refused naming the immovable {STUB} (pci-stub)"
     r = lab_bars.lab_bar_squeeze_judge(immovable([REFUSAL], new_assigned=True), 6, 1024, 5)
-    assert [f["line"] for f in r["findings"]] == [
-        f"the add was not refused naming the immovable {STUB} (pci-stub): the new drive got every BAR"]
+    (f,) = r["findings"]
+    assert f["line"] == f"the add was not refused naming the immovable {STUB} (pci-stub)"
+    assert "the new drive got every BAR" in f["context"]
     r = lab_bars.lab_bar_squeeze_judge(immovable([REFUSAL], moved=True), 6, 1024, 5)
     (f,) = r["findings"]
     assert f["kind"] == "refusal-moved" and f["line"].startswith(f"slot 5: {STUB} BAR 2 moved from 0x40000000 to")
+    # bar-refuse1, stock, second add: 6.1 released the neighbours' BARs
+    # (to nothing) and gave the block to the new drive: released, not moved
+    rep = immovable([])
+    rep["steps"]["after"]["slots"][0]["functions"][0]["bars"] = [bar(2, "0x0", 1 << 28, False)]
+    kinds = [f["kind"] for f in lab_bars.lab_bar_squeeze_judge(rep, 6, 1024, 5)["findings"]]
+    assert kinds == ["refusal", "bar-released"]
     # without the option the same view is judged as before: no refusal asked
     assert "refused" not in lab_bars.lab_bar_squeeze_judge(immovable([]), 6, 1024)
 
@@ -216,7 +223,7 @@ def test_an_immovable_neighbour_passes_only_when_0020_refuses_naming_it():
 def test_the_missing_refusal_is_stocks_known_failure_only_with_the_option():
     """stock and distro: no refusal line (they never try to move) is
     expected with lab_bar_squeeze_immovable only; patched fails on it, and
-    a refusal whose new drive got its BAR fails everywhere."""
+    a neighbour moved beside it fails everywhere."""
     import yaml
     import lab_results
     lists = {v: yaml.safe_load((REPO / f"kernel/expected-failures/{v}.yml").read_text())
@@ -228,7 +235,7 @@ def test_the_missing_refusal_is_stocks_known_failure_only_with_the_option():
                                      ("stock", {}, "fail")):
         (r,) = lab_results.lab_apply_expected([dict(rec, variant=variant)], lists, profile)
         assert r["status"] == status, (variant, profile)
-    bad = lab_bars.lab_bar_squeeze_judge(immovable([], new_assigned=True), 6, 1024, 5)["findings"]
+    bad = lab_bars.lab_bar_squeeze_judge(immovable([], moved=True), 6, 1024, 5)["findings"]
     (r,) = lab_results.lab_apply_expected([dict(rec, variant="stock", findings=bad)], lists, on)
     assert r["status"] == "fail"
 

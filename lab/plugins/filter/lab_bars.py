@@ -171,13 +171,15 @@ def _refusal(report, slot, size):
     new = next((s for s in after.get("slots") or [] if str(s.get("slot")) == str(slot)), {})
     funcs = new.get("functions") or []
     assigned = bool(funcs) and all(f.get("unassigned") == 0 for f in funcs)
-    moved = _moved(_functions(steps.get("before"))[0], _functions(after)[0], str(slot))
+    fa = _functions(after)[0]
+    # a BAR that went to nothing was released (bar-released), not moved
+    moved = [m for m in _moved(_functions(steps.get("before"))[0], fa, str(slot))
+             if fa[m["slot"]][m["dev"]][m["bar"]][2]]
     out = []
     if not line or assigned:
-        out.append({"kind": "refusal",
-                    "line": f"the add was not refused naming the immovable {dev} (pci-stub)"
-                            + (": the new drive got every BAR" if assigned else ""),
-                    "context": [f"wanted: {want}"] + [x for f in funcs for x in f.get("log") or []][-20:]})
+        out.append({"kind": "refusal", "line": f"the add was not refused naming the immovable {dev} (pci-stub)",
+                    "context": [f"wanted: {want}"] + (["the new drive got every BAR"] if assigned else [])
+                    + [x for f in funcs for x in f.get("log") or []][-20:]})
     for m in moved:
         out.append({"kind": "refusal-moved",
                     "line": f"slot {m['slot']}: {m['dev']} BAR {m['bar']} moved from {m['before']} to {m['after']} "
