@@ -333,3 +333,35 @@ def test_bar_knobs1_the_knobs_give_the_block_to_the_first_port_added():
     log = (ref / "kernel-log.txt").read_text()
     assert "pci=realloc,hpmmioprefsize=1G" in log
     assert "bridge window [mem 0x40000000-0x7fffffff 64bit pref]: assigned" in log
+
+
+def test_bar_refuse2_patched_refuses_naming_the_pci_stub_neighbour_and_the_docs_table_matches():
+    """Run bar-refuse2 (profiles/bar-squeeze-ab.yml with
+    lab_bar_squeeze_immovable): patched refuses both adds with 0020's line
+    naming the pci-stub neighbour, moves and releases nothing (pass);
+    stock never tries and releases four windows on the second add
+    (xfail); docs/measurements.md's table is these numbers."""
+    import json
+    import re
+    summary = json.loads((REPO / "reference-results/bar-refuse2/summary.json").read_text())
+    assert summary["profile"]["lab_bar_squeeze_immovable"] is True
+    recs = {r["variant"]: r for r in summary["scenarios"] if r["name"] == "bar-squeeze"}
+    rows = {}
+    for variant, rec in recs.items():
+        m = rec["metrics"]
+        its = m["iterations"]
+        stub = {it["immovable"] for it in its}
+        assert len(stub) == 1 and None not in stub
+        (dev,) = stub
+        refused = [it for it in its if it["refused"] and f"{dev} (pci-stub) cannot move" in it["refused"]]
+        moved = sum(1 for it in its for x in it["moved"] if x["after"] not in ("0x0", "0x00000000"))
+        rows[variant] = (f"{len(refused)} of {len(its)}", str(moved), str(m["released_bars"]),
+                         f"{m['assigned']} of {len(its)}", rec["status"])
+    assert rows["patched"] == ("2 of 2", "0", "0", "0 of 2", "pass")
+    assert rows["stock"][0] == "0 of 2" and rows["stock"][4] == "xfail"
+    assert {f["kind"] for f in recs["stock"]["findings"]} == {"refusal", "bar-released"}
+    doc = (REPO / "docs/measurements.md").read_text()
+    for variant, row in rows.items():
+        assert re.search(rf"^\| {variant} \| " + r" \| ".join(map(re.escape, row)) + r" \|$", doc, re.M), (variant, row)
+    log = (REPO / "reference-results/bar-refuse2/kernel-log-refuse-patched.txt").read_text()
+    assert log.count(f"cannot make room for 0x40000000 bytes: {dev} (pci-stub) cannot move") == 2

@@ -18,7 +18,9 @@ def _functions(bars_report):
 
 
 def _moved(before, after, skip):
-    """Every neighbour BAR whose address changed between the two views."""
+    """Every neighbour BAR that is at another address after (one that went
+    to nothing was released, not moved: _released; records before
+    bar-refuse2 counted those too)."""
     out = []
     for slot, devs in before.items():
         if slot == skip:
@@ -26,7 +28,7 @@ def _moved(before, after, skip):
         for dev, bars in devs.items():
             for index, (start, size, _) in bars.items():
                 now = ((after.get(slot) or {}).get(dev) or {}).get(index)
-                if now and now[0] != start:
+                if now and now[2] and now[0] != start:
                     out.append({"slot": slot, "dev": dev, "bar": index, "size": size, "before": start,
                                 "after": now[0]})
     return out
@@ -171,10 +173,7 @@ def _refusal(report, slot, size):
     new = next((s for s in after.get("slots") or [] if str(s.get("slot")) == str(slot)), {})
     funcs = new.get("functions") or []
     assigned = bool(funcs) and all(f.get("unassigned") == 0 for f in funcs)
-    fa = _functions(after)[0]
-    # a BAR that went to nothing was released (bar-released), not moved
-    moved = [m for m in _moved(_functions(steps.get("before"))[0], fa, str(slot))
-             if fa[m["slot"]][m["dev"]][m["bar"]][2]]
+    moved = _moved(_functions(steps.get("before"))[0], _functions(after)[0], str(slot))
     out = []
     if not line or assigned:
         out.append({"kind": "refusal", "line": f"the add was not refused naming the immovable {dev} (pci-stub)",
