@@ -90,6 +90,31 @@ def test_qemu_build_names_a_missing_patch(tmp_path):
     assert "9999-no-such.patch" in r.stderr
 
 
+def test_an_io_access_qemu_sent_astray_fails_the_vm(tmp_path):
+    """qemu 0012's trace event in a VM's trace files (the run's, or one kept
+    before a restart) is an 'emulator' record that fails the run; NVMe's
+    own trace lines are not."""
+    sys.path.insert(0, str(REPO / "lab/plugins/filter"))
+    import lab_scale
+    clean = tmp_path / "qemu-trace.log"
+    clean.write_text("25208@1796654251.6:pci_nvme_err_invalid_db_write offset 0x1008\n")
+    assert lab_scale.lab_emulator_records("vm-1", "patched", [str(clean)]) == []
+    astray = tmp_path / "qemu-trace-before-restart-143731.log"
+    astray.write_text("25208@1796654251.615954:tcg_io_misdirected cpu 0 write 1: I/O at 0xf8602014 went to "
+                      "msix-table at 0xf8402000, which does not cover it\n")
+    (rec,) = lab_scale.lab_emulator_records("vm-1", "patched", [str(clean), str(astray), str(tmp_path / "gone.log")])
+    assert rec["status"] == "fail" and rec["metrics"] == {"misdirected": 1}
+    assert rec["findings"][0]["kind"] == "emulator" and "0xf8602014" in rec["findings"][0]["context"][0]
+
+
+def test_the_lab_qemu_traces_misdirected_io_and_the_domain_enables_it(fidelity_vm):
+    """qemu 0012's event exists in the lab's QEMU and every fidelity domain
+    turns it on (domains/lab-vm.xml.j2)."""
+    r = run([emulator(), "-trace", "help"])
+    assert "tcg_io_misdirected" in r.stdout + r.stderr
+    assert "enable=tcg_io_misdirected" in virsh("dumpxml", fidelity_vm.name).stdout
+
+
 def test_every_property_is_off_by_default(fidelity_vm):
     r = run([emulator(), "-nodefaults", "-machine", "none", "-device", "pcie-root-port,help"])
     assert r.returncode == 0, r.stderr

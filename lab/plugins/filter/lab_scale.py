@@ -112,11 +112,39 @@ def lab_format_vm_failure(f):
     return line + (" [" + " | ".join(key) + "]" if key else "")
 
 
+# The lab's QEMU (qemu 0012) traces an I/O access that TCG dispatched to a
+# region that does not cover its address: the write of a doorbell or an
+# MSI-X entry went to another device. The guest cannot see it.
+EMULATOR_FAULTS = ("tcg_io_misdirected",)
+
+
+def lab_emulator_records(vm, variant, paths):
+    """A failed 'emulator' record of a VM whose QEMU trace files (the run's
+    and those kept before each restart) hold an emulator fault, else none:
+    what that VM's guest did may not be what reached its devices."""
+    lines = []
+    for path in sorted(paths or []):
+        try:
+            with open(path, errors="replace") as f:
+                lines += [line.rstrip("\n") for line in f if any(e in line for e in EMULATOR_FAULTS)]
+        except OSError:
+            continue
+    if not lines:
+        return []
+    return [{"name": "emulator", "vm": vm, "variant": variant, "status": "fail", "iterations": 1, "failures": 1,
+             "seconds": 0, "metrics": {"misdirected": len(lines)},
+             "findings": [{"kind": "emulator",
+                           "line": f"QEMU dispatched {len(lines)} I/O access(es) of {vm} to a region that does not "
+                                   f"cover it (tcg_io_misdirected): a write may have gone to another device",
+                           "context": lines[:20]}]}]
+
+
 class FilterModule:
     def filters(self):
         return {
             "lab_vm_failure": lab_vm_failure,
             "lab_vm_failure_records": lab_vm_failure_records,
+            "lab_emulator_records": lab_emulator_records,
             "lab_aggregate": lab_aggregate,
             "lab_format_aggregate": lab_format_aggregate,
             "lab_format_vm_failure": lab_format_vm_failure,
