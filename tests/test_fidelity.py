@@ -390,3 +390,35 @@ def test_upstream_hotplug_event_fires_for_every_yanked_slot(fidelity_vm):
     rec = {r["name"]: r for r in fidelity_vm.summary["scenarios"]}["bulk-surprise-removal"]
     events = rec["metrics"]["tracepoint_ms"]["hp_event"]
     assert events["n"] == 4 * rec["iterations"], rec["metrics"]["tracepoint_ms"]
+
+
+def test_the_tcg_race_table_matches_its_result_files():
+    """docs/measurements.md's tcg-race table: yanks of 32 drives from each
+    run's disconnect-flag record, the I/O accesses QEMU sent astray from
+    its qemu-trace.log (qemu 0012's event), the scenario's verdict; 0013 is
+    what tells tcg-race2 from the others. tcg-race3's emulator record
+    counts the same astray accesses, and its failure's lines are kept."""
+    doc = (REPO / "docs/measurements.md").read_text()
+    emulators = {}
+    for run_id in ("tcg-race1", "tcg-race2", "tcg-race3"):
+        ref = REPO / "reference-results" / run_id
+        summary = json.loads((ref / "summary.json").read_text())
+        (rec,) = [r for r in summary["scenarios"] if r["name"] == "disconnect-flag"]
+        assert summary["profile"]["lab_disconnect_sizes"] == [32] and summary["platform"]["name"] == "fidelity"
+        yanks = rec["iterations"]
+        astray = (ref / "qemu-trace.log").read_text().count("tcg_io_misdirected")
+        verdict = "pass" if rec["status"] == "pass" else f"fail ({rec['failures']} of {yanks} iterations)"
+        qemu = "0001-0013" if run_id == "tcg-race2" else "0001-0012"
+        emulators[qemu] = emulators.get(qemu, set()) | {summary["platform"]["emulator"]}
+        row = f"| {run_id} | {qemu} | {yanks} ({yanks * 32}) | {astray} | {verdict} |"
+        assert row in doc, row
+    # one QEMU build without 0013 (race1 and race3), another with it
+    assert all(len(v) == 1 for v in emulators.values()) and len(set.union(*emulators.values())) == 2
+    # tcg-race3's failure: nvme8's entry-2 writes went into nvme7's table
+    trace = (REPO / "reference-results/tcg-race3/qemu-trace.log").read_text()
+    assert "I/O at 0xf9402028 went to msix-table at 0xf9202000" in trace
+    log = (REPO / "reference-results/tcg-race3/kernel-log-nvme7-nvme8.txt").read_text()
+    assert "BAR 0 [mem 0xf9200000-0xf9203fff 64bit]: assigned" in log and "nvme7: I/O 640 QID 2 timeout" in log
+    summary = json.loads((REPO / "reference-results/tcg-race3/summary.json").read_text())
+    (emu,) = [r for r in summary["scenarios"] if r["name"] == "emulator"]
+    assert emu["status"] == "fail" and emu["metrics"]["misdirected"] == trace.count("tcg_io_misdirected")
