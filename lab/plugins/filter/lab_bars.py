@@ -17,6 +17,11 @@ def _functions(bars_report):
     return funcs, windows
 
 
+def _slot(view, slot):
+    """The entry of slot `slot` in a labprobe bars view, {} if none."""
+    return next((s for s in (view or {}).get("slots") or [] if str(s.get("slot")) == str(slot)), {})
+
+
 def _moved(before, after, skip):
     """Every neighbour BAR that is at another address after (one that went
     to nothing was released, not moved: _released; records before
@@ -68,8 +73,7 @@ def lab_bar_squeeze_metrics(reports, slot, cmb_mib):
         before, after = steps.get("before") or {}, steps.get("after") or {}
         fb, wb = _functions(before)
         fa, wa = _functions(after)
-        new = next((s for s in after.get("slots") or [] if str(s.get("slot")) == slot), {})
-        funcs = new.get("functions") or []
+        funcs = _slot(after, slot).get("functions") or []
         its.append({
             "new_device": [{"dev": f.get("dev"), "driver": f.get("driver"), "bars": f.get("bars"),
                             "unassigned": f.get("unassigned"), "log": f.get("log")} for f in funcs],
@@ -111,8 +115,12 @@ def free_aligned_blocks(iomem_lines, size, own=()):
     host bridge's windows (top-level "PCI Bus 0000:00") and overlap none of
     their children but the (start, end) ranges in own (the new device's
     port's windows, which are its to use): where a BAR of that size could go
-    without moving another device's. iomem_lines may be _iomem()'s list."""
-    res = iomem_lines if iomem_lines and isinstance(iomem_lines[0], tuple) else _iomem(iomem_lines)
+    without moving another device's."""
+    return _free_blocks(_iomem(iomem_lines), size, own)
+
+
+def _free_blocks(res, size, own=()):
+    """free_aligned_blocks() on /proc/iomem already parsed (_iomem)"""
     free = []
     for i, (start, end, depth, name) in enumerate(res):
         if depth != 0 or name != "PCI Bus 0000:00":
@@ -170,8 +178,7 @@ def _refusal(report, slot, size):
     want = REFUSED.format(size=size, dev=dev)
     logs = [line for s in after.get("slots") or [] for f in s.get("functions") or [] for line in f.get("log") or []]
     line = next((x for x in logs if want in x), None)
-    new = next((s for s in after.get("slots") or [] if str(s.get("slot")) == str(slot)), {})
-    funcs = new.get("functions") or []
+    funcs = _slot(after, slot).get("functions") or []
     assigned = bool(funcs) and all(f.get("unassigned") == 0 for f in funcs)
     moved = _moved(_functions(steps.get("before"))[0], _functions(after)[0], str(slot))
     out = []
@@ -211,11 +218,11 @@ def lab_bar_squeeze_judge(report, slot, cmb_mib, stub_slot=0):
     before, after = steps.get("before") or {}, steps.get("after") or {}
     if not before.get("iomem"):
         return report
-    port = next((x for x in before.get("slots") or [] if str(x.get("slot")) == str(slot)), {})
-    own = [(int(w["start"], 16), int(w["end"], 16)) for w in port.get("windows") or [] if w.get("assigned")]
+    own = [(int(w["start"], 16), int(w["end"], 16)) for w in _slot(before, slot).get("windows") or []
+           if w.get("assigned")]
     tree = _iomem(before["iomem"])
-    free = free_aligned_blocks(tree, size)
-    kept = [b for b in free_aligned_blocks(tree, size, own) if b not in free]
+    free = _free_blocks(tree, size)
+    kept = [b for b in _free_blocks(tree, size, own) if b not in free]
     released = _released(before, after, str(slot))
     report = dict(report, squeeze={"bar_size": size, "free_blocks_before": free, "kept_window": kept},
                   released=released)
