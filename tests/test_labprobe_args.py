@@ -55,8 +55,8 @@ def refused(r, *needles):
 
 
 # every command, as its arguments start (log-window and rescan-loop: the action)
-COMMANDS = [["smoke"], ["findings"], ["arm"], ["collect"], ["drives"], ["pm"], ["absent"], ["pme"], ["dpc"],
-            ["view"], ["rescan-loop", "start"], ["rescan-loop", "stop"], ["lockstat"], ["log-window", "start"],
+COMMANDS = [["smoke"], ["findings"], ["arm"], ["collect"], ["supervise"], ["drives"], ["pm"], ["absent"], ["pme"],
+            ["dpc"], ["view"], ["rescan-loop", "start"], ["rescan-loop", "stop"], ["lockstat"], ["log-window", "start"],
             ["log-window", "end"]]
 
 

@@ -111,6 +111,7 @@ NUMBER_OPTIONS = [
     ("pm", "--hold", "real"),
     ("pme", "--wait-suspended", "real"),
     ("arm", "--fio-runtime", "int"),
+    ("supervise", "--fio-runtime", "int"),
     ("arm", "--hung-task-timeout", "int"),
     ("smoke", "--cloud-init-wait", "int"),
     ("findings", "--context", "int"),

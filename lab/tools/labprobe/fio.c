@@ -2,7 +2,15 @@
  * the armed drives, one fio process with a job per drive, run by a
  * background supervisor that records when each job ends (collect reads
  * what it writes, and stops it); fio_argv and fio_job_errors also serve
- * drives' write+verify. */
+ * drives' write+verify.
+ *
+ *   labprobe supervise --dir D [--fio-runtime S]
+ *
+ * runs the supervisor in the foreground on the drives of arm's
+ * D/state.json that have a job, for tests on a host: LABPROBE_DEV=DIR
+ * holds the drives' nodes instead of /dev (supervise refuses to run
+ * without it), LABPROBE_SYS_BLOCK=DIR their NS/stat instead of /sys/block,
+ * and fio is the one PATH finds. */
 #include "labprobe.h"
 
 #include <dirent.h>
@@ -56,11 +64,17 @@ int fio_argv(char **argv, int max, char *const *globals, struct slot *slots, int
 	return argc;
 }
 
+/* the directory of the drives' nodes: /dev (LABPROBE_DEV in tests) */
+static const char *dev_dir(void)
+{
+	return hook("LABPROBE_DEV", "/dev");
+}
+
 /* Which jobs' drives fio holds open now (a job closes its file when it
  * ends: that is the moment it saw its error). */
 static void fio_open_files(pid_t pid, struct slot *slots, int n, bool *open)
 {
-	char path[64], link[128], target[128];
+	char path[64], link[128], target[320], node[300];
 	DIR *d;
 	struct dirent *e;
 
@@ -76,12 +90,14 @@ static void fio_open_files(pid_t pid, struct slot *slots, int n, bool *open)
 			continue;
 		target[len] = '\0';
 		for (int i = 0; i < n; i++) {
-			size_t l = strlen(slots[i].nss[0]);
+			size_t l;
 
+			if (!slots[i].fio || !slots[i].nns)
+				continue;
 			/* "/dev/nvme0n1", or "... (deleted)" once the drive is gone */
-			if (slots[i].fio && slots[i].nns && !strncmp(target, "/dev/", 5) &&
-			    !strncmp(target + 5, slots[i].nss[0], l) &&
-			    (target[5 + l] == '\0' || target[5 + l] == ' '))
+			snprintf(node, sizeof(node), "%.250s/%.40s", dev_dir(), slots[i].nss[0]);
+			l = strlen(node);
+			if (!strncmp(target, node, l) && (target[l] == '\0' || target[l] == ' '))
 				open[i] = true;
 		}
 	}
@@ -145,63 +161,48 @@ static void write_job_file(const char *dir, const char *slot, const char *ext, c
 }
 
 /* Watch each fio drive's device node for opens and closes (inotify), so
- * that the supervisor sleeps until a job closes its drive instead of
+ * that the supervisor sleeps until a drive is opened or closed instead of
  * scanning fio's file descriptors every 20 ms: during a bulk yank that scan
- * took the vCPUs the teardown being timed needs. Set up before fio starts,
- * so every open of the node is counted. Returns the inotify descriptor, or
- * -1 (the supervisor then scans /proc as before). */
-static int fio_watch(struct slot *slots, int n, int *wd)
+ * took the vCPUs the teardown being timed needs. The events only wake the
+ * supervisor; whether fio holds a drive is read from fio's own descriptors.
+ * Counting the events cannot tell: udev opens a node after every close of
+ * a write (fio closes and reopens a time_based job's file every pass), an
+ * open that came before the watch is closed after it, and inotify merges
+ * an open with one queued before it that was not read yet. The count then
+ * went to 0 while fio wrote on, and the job's end was taken seconds before
+ * the yank (issue 36). Returns the inotify descriptor, or -1 (the
+ * supervisor then scans every 20 ms as before). */
+static int fio_watch(struct slot *slots, int n)
 {
 	int fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-	char node[80];
+	char node[300];
 
-	for (int i = 0; i < n; i++) {
-		wd[i] = -1;
-		if (fd < 0 || !slots[i].fio || !slots[i].nns)
+	for (int i = 0; fd >= 0 && i < n; i++) {
+		if (!slots[i].fio || !slots[i].nns)
 			continue;
-		snprintf(node, sizeof(node), "/dev/%.40s", slots[i].nss[0]);
-		wd[i] = inotify_add_watch(fd, node, IN_OPEN | IN_CLOSE);
-		if (wd[i] < 0) {
+		snprintf(node, sizeof(node), "%.250s/%.40s", dev_dir(), slots[i].nss[0]);
+		if (inotify_add_watch(fd, node, IN_OPEN | IN_CLOSE) < 0) {
 			close(fd);
-			return -1;
+			fd = -1;
 		}
 	}
 	return fd;
 }
 
-/* Count the opens and closes inotify reports; false on a queue overflow
- * (the counts are lost: the caller scans /proc). */
-static bool fio_watch_read(int fd, const int *wd, int n, int *opens)
+/* Reads what inotify queued: the events are only a wake-up (an overflow
+ * too: the scan after it sees the drives as they are). */
+static void fio_watch_drain(int fd)
 {
 	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
-	bool ok = true;
-	ssize_t len;
 
-	while ((len = read(fd, buf, sizeof(buf))) > 0) {
-		for (char *p = buf; p < buf + len;) {
-			const struct inotify_event *ev = (const struct inotify_event *)p;
-
-			p += sizeof(*ev) + ev->len;
-			if (ev->mask & IN_Q_OVERFLOW)
-				ok = false;
-			for (int i = 0; i < n; i++) {
-				if (wd[i] != ev->wd)
-					continue;
-				if (ev->mask & IN_OPEN)
-					opens[i]++;
-				if ((ev->mask & IN_CLOSE) && opens[i] > 0)
-					opens[i]--;
-				if (ev->mask & IN_IGNORED)	/* node gone, last holder closed */
-					opens[i] = 0;
-			}
-		}
-	}
-	return ok;
+	while (read(fd, buf, sizeof(buf)) > 0)
+		;
 }
 
 /* The background supervisor of arm's fio: records in D/fio-SLOT.end when
- * each job closed its drive (inotify on the drives' nodes; a /proc scan
- * every 20 ms if that cannot be set up), and once fio is gone
+ * each job closed its drive (fio's descriptors, read when inotify reports
+ * an open or close of a drive's node; every 20 ms until every job started,
+ * or if that cannot be set up), and once fio is gone
  * D/fio-SLOT.exit "ERROR" per job, ERROR being fio's error code of the
  * job (its exit status if it wrote no report: killed); then D/fio.done.
  * collect stops fio with SIGINT, which the supervisor ignores. */
@@ -212,10 +213,10 @@ void supervise(const char *dir, struct slot *slots, int n, int runtime)
 	char *globals[] = { "--thread", "--ioengine=libaio", "--direct=1", "--rw=randwrite", "--bs=4k",
 			    "--iodepth=8", "--size=16M", "--time_based", rt, "--verify=crc32c",
 			    "--verify_backlog=256", "--verify_fatal=1", "--output-format=json", out, NULL };
-	bool is_open[MAXS], started[MAXS] = { false }, ended[MAXS] = { false }, counted;
+	bool is_open[MAXS], started[MAXS] = { false }, ended[MAXS] = { false }, watched;
 	unsigned long long io0[MAXS];
 	double end[MAXS], closed_at[MAXS];
-	int err[MAXS], wd[MAXS], opens[MAXS] = { 0 }, status = 0, ifd, pfd = -1;
+	int err[MAXS], status = 0, ifd, pfd = -1;
 	pid_t pid;
 
 	signal(SIGCHLD, SIG_DFL);	/* the agent may have left it ignored */
@@ -226,7 +227,8 @@ void supervise(const char *dir, struct slot *slots, int n, int runtime)
 		io0[i] = slots[i].fio && slots[i].nns ? ns_io(slots[i].nss[0]) : 0;
 		closed_at[i] = -1;
 	}
-	ifd = fio_watch(slots, n, wd);
+	/* before fio starts: none of its opens and closes is missed */
+	ifd = fio_watch(slots, n);
 	pid = fork();
 	if (pid == 0) {
 		signal(SIGINT, SIG_DFL);
@@ -235,21 +237,17 @@ void supervise(const char *dir, struct slot *slots, int n, int runtime)
 	}
 	if (pid > 0)
 		pfd = (int)syscall(SYS_pidfd_open, pid, 0);
-	/* counted: is_open comes from the inotify counts, else from /proc */
-	counted = ifd >= 0 && pfd >= 0;
+	/* watched: asleep between events once every job started */
+	watched = ifd >= 0 && pfd >= 0;
 	signal(SIGINT, SIG_IGN);
 	while (pid > 0 && waitpid(pid, &status, WNOHANG) == 0) {
 		bool all_started = true;
 		double next = -1;
 
-		if (counted)
-			counted = fio_watch_read(ifd, wd, n, opens);
-		if (counted) {
-			for (int i = 0; i < n; i++)
-				is_open[i] = opens[i] > 0;
-		} else {
-			fio_open_files(pid, slots, n, is_open);
-		}
+		if (ifd >= 0)
+			fio_watch_drain(ifd);
+		/* after the events read: a close of fio's is seen by now */
+		fio_open_files(pid, slots, n, is_open);
 		for (int i = 0; i < n; i++) {
 			/* started: open with I/O done (fio also opens each drive
 			 * briefly while it sets up, to size it) */
@@ -272,7 +270,8 @@ void supervise(const char *dir, struct slot *slots, int n, int runtime)
 			if (!ended[i] && closed_at[i] >= 0 && (next < 0 || closed_at[i] + 0.5 < next))
 				next = closed_at[i] + 0.5;
 		}
-		if (!counted || !all_started) {
+		if (!watched || !all_started) {
+			/* started is I/O done, which wakes no one */
 			usleep(20000);
 		} else {
 			/* asleep until a drive is opened or closed, fio ends, or
@@ -310,8 +309,101 @@ unsigned long long ns_io(const char *ns)
 	char line[256];
 	unsigned long long r = 0, w = 0, x;
 
-	if (read_linef(line, sizeof(line), "/sys/block/%s/stat", ns) < 0)
+	if (read_linef(line, sizeof(line), "%.250s/%.40s/stat", hook("LABPROBE_SYS_BLOCK", "/sys/block"), ns) < 0)
 		return 0;
 	sscanf(line, "%llu %llu %llu %llu %llu", &r, &x, &x, &x, &w);
 	return r + w;
+}
+
+int cmd_supervise(int argc, char **argv, struct json_object *out)
+{
+	enum { OPT_DIR = OPT_FIRST, OPT_FIO_RUNTIME };
+	static const struct option opts[] = {
+		{ "dir", required_argument, NULL, OPT_DIR },
+		{ "fio-runtime", required_argument, NULL, OPT_FIO_RUNTIME },
+		{ NULL, 0, NULL, 0 },
+	};
+	static struct slot slots[MAXS];
+	struct json_object *state, *arr, *res;
+	const char *dir = NULL;
+	int nslots = 0, runtime = 300, opt;
+	char path[300], line[64];
+
+	while ((opt = next_opt(argc, argv, opts, false)) != -1) {
+		switch (opt) {
+		case OPT_DIR:
+			dir = optarg;
+			if (check_path_opt("--dir", dir))
+				return 2;
+			break;
+		case OPT_FIO_RUNTIME:
+			if (parse_int_opt("--fio-runtime", optarg, 1, TIMEOUT_MAX, &runtime))
+				return 2;
+			break;
+		default:
+			return 2;
+		}
+	}
+	if (!dir) {
+		fprintf(stderr, "labprobe supervise: --dir is required\n");
+		return 2;
+	}
+	/* a test's: arm is what runs fio on a guest's drives */
+	if (!getenv("LABPROBE_DEV") || !getenv("LABPROBE_DEV")[0]) {
+		fprintf(stderr, "labprobe supervise: a test hook: LABPROBE_DEV must name the drives' nodes\n");
+		return 2;
+	}
+	snprintf(path, sizeof(path), "%s/state.json", dir);
+	state = json_object_from_file(path);
+	if (!state || !json_object_object_get_ex(state, "slots", &arr) || !json_object_is_type(arr, json_type_array)) {
+		fprintf(stderr, "labprobe supervise: no slots in %s\n", path);
+		json_object_put(state);
+		return 2;
+	}
+	/* of a slot, the supervisor needs its name, first namespace and fio */
+	for (size_t i = 0; i < json_object_array_length(arr) && nslots < MAXS; i++) {
+		struct json_object *o = json_object_array_get_idx(arr, i), *v, *a;
+		struct slot *sl = &slots[nslots];
+
+		memset(sl, 0, sizeof(*sl));
+		if (!json_object_object_get_ex(o, "slot", &v) || !json_object_get_string(v))
+			continue;
+		/* it names files in D */
+		if (check_slot("--dir", json_object_get_string(v))) {
+			json_object_put(state);
+			return 2;
+		}
+		scopy(sl->name, sizeof(sl->name), json_object_get_string(v));
+		if (json_object_object_get_ex(o, "namespaces", &a) && json_object_is_type(a, json_type_array) &&
+		    json_object_array_length(a) > 0 &&
+		    json_object_get_string(json_object_array_get_idx(a, 0))) {
+			scopy(sl->nss[0], sizeof(sl->nss[0]), json_object_get_string(json_object_array_get_idx(a, 0)));
+			sl->nns = 1;
+		}
+		sl->fio = json_object_object_get_ex(o, "fio", &v) && json_object_get_boolean(v);
+		nslots++;
+	}
+	json_object_put(state);
+	fflush(NULL);
+	supervise(dir, slots, nslots, runtime);
+
+	/* what it wrote, as collect reads it */
+	res = json_object_new_array();
+	for (int i = 0; i < nslots; i++) {
+		struct json_object *o;
+
+		if (!slots[i].fio || !slots[i].nns)
+			continue;
+		o = json_object_new_object();
+		json_object_object_add(o, "slot", json_object_new_string(slots[i].name));
+		json_object_object_add(o, "end", read_linef(line, sizeof(line), "%.200s/fio-%.40s.end", dir,
+							    slots[i].name) < 0 ? NULL :
+				       json_object_new_double(strtod(line, NULL)));
+		json_object_object_add(o, "exit", read_linef(line, sizeof(line), "%.200s/fio-%.40s.exit", dir,
+							     slots[i].name) < 0 ? NULL :
+				       json_object_new_int(atoi(line)));
+		json_object_array_add(res, o);
+	}
+	json_object_object_add(out, "jobs", res);
+	return 0;
 }

@@ -12,6 +12,7 @@ static const struct {
 	{ "findings", cmd_findings, "[--since-seq SEQ] [--context N]" },
 	{ "arm", cmd_arm, "--dir D --slots N,... [--fio N,...] [--fio-runtime S] [--hung-task-timeout S]" },
 	{ "collect", cmd_collect, "--dir D [--expect-gone N,...] [--expect-kept N,... [--observe S]] [--timeout S] [--fio-timeout S]" },
+	{ "supervise", cmd_supervise, "--dir D [--fio-runtime S]   (tests: arm's fio supervisor in the foreground)" },
 	{ "drives", cmd_drives, "--expect SLOT=SERIAL,... [--timeout S] [--verify-mib M]" },
 	{ "pm", cmd_pm, "--slots N,... [--pm-cap] [--dyndbg] [--wakeup N=enabled|disabled,...] [--d3cold N,...] [--hold S] [--touch N,...] [--wait N=active|suspended,... [--timeout S]]" },
 	{ "absent", cmd_absent, "--slot N [--expect-ones]" },
@@ -33,6 +34,8 @@ static void usage(FILE *f)
 		   "LABPROBE_KMSG=FILE reads kernel log records from FILE instead of /dev/kmsg (tests).\n"
 		   "LABPROBE_TRACE=FILE: collect reads the trace from FILE and kprobe_profile from FILE.profile,\n"
 		   "and leaves tracefs alone (tests).\n"
+		   "supervise (tests): LABPROBE_DEV=DIR holds the drives' nodes instead of /dev (required),\n"
+		   "LABPROBE_SYS_BLOCK=DIR their NS/stat instead of /sys/block; fio is the one PATH finds.\n"
 		   "rescan-loop and lockstat (tests): LABPROBE_RESCAN=FILE is written instead of /sys/bus/pci/rescan,\n"
 		   "LABPROBE_RESCAN_STATE=DIR holds the loop's state, LABPROBE_LOCK_STAT=FILE is read instead of\n"
 		   "/proc/lock_stat, LABPROBE_BOOT_ID=FILE instead of /proc/sys/kernel/random/boot_id.\n"

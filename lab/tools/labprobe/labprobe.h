@@ -241,6 +241,7 @@ int cmd_smoke(int argc, char **argv, struct json_object *out);
 int cmd_findings(int argc, char **argv, struct json_object *out);
 int cmd_arm(int argc, char **argv, struct json_object *out);
 int cmd_collect(int argc, char **argv, struct json_object *out);
+int cmd_supervise(int argc, char **argv, struct json_object *out);
 int cmd_drives(int argc, char **argv, struct json_object *out);
 int cmd_view(int argc, char **argv, struct json_object *out);
 int cmd_pm(int argc, char **argv, struct json_object *out);
