@@ -5,6 +5,14 @@ values) as exactly one finding of its kind, the lines around a report and
 look-alike lines (boot notices, a device's message, user space writing to
 the log) are no finding, and records lost from the log are reported.
 
+Whole reports, record by record, are one finding each: the OOM killer's
+event (its "invoked oom-killer" header, hundreds of records of memory and
+task state, its kill lines) one "oom" finding whose context keeps the kill
+lines; a report's stack dump ("Call Trace:") no finding of its own, while a
+stack dump no known report owns (dump_stack() from a caller no pattern
+knows) is an "unknown-trace" finding named after the line before it; the
+dumps sysrq prints on request are no finding.
+
 Only `labprobe findings` runs here, and it reads files of records through
 LABPROBE_KMSG, never this host's log (a path that does not exist otherwise).
 Where the kernel prints each line: kernel/locking/lockdep.c,
@@ -14,7 +22,12 @@ tasks.h (pr_fmt "rcu: " from tree.c), kernel/watchdog.c (pr_fmt
 "watchdog: "), kernel/watchdog_hld.c ("NMI watchdog: "),
 kernel/irq/spurious.c, lib/list_debug.c, lib/refcount.c, lib/bug.c,
 arch/x86/mm/fault.c, arch/x86/kernel/traps.c and dumpstack.c (die()'s
-"%s: %04lx [#%d]..." header), kernel/panic.c."""
+"%s: %04lx [#%d]..." header, show_trace_log_lvl's "Call Trace:"),
+kernel/panic.c, fs/sysfs/dir.c (sysfs_warn_dup, pr_fmt "sysfs: "),
+mm/oom_kill.c (dump_header, __oom_kill_process, out_of_memory),
+mm/page_alloc.c (warn_alloc, also for mm/vmalloc.c), lib/dump_stack.c
+(dump_stack_print_info: "CPU: ..." -- "CPU: 1 UID: 0 PID: ..." in 6.12),
+drivers/tty/sysrq.c (pr_fmt "sysrq: ")."""
 
 import json
 import os
@@ -125,6 +138,28 @@ REAL = [
     # debug message, "skipping hot-add"
     ("pciehp-state", "shpchp 0000:00:03.0: Device 0000:01:00.0 already exists at 0000:01:00, cannot hot-add"),
     ("pciehp-state", "pcieport 0000:00:1c.0: pciehp: Timeout on hotplug command 0x13f1 (issued 1016 msec ago)"),
+    # fs/sysfs/dir.c sysfs_warn_dup: a device's directory, its bus link
+    ("sysfs-dup", "sysfs: cannot create duplicate filename '/devices/pci0000:00/0000:00:1c.0/0000:01:00.0'"),
+    ("sysfs-dup", "sysfs: cannot create duplicate filename '/bus/pci/devices/0000:01:00.0'"),
+    # mm/oom_kill.c: dump_header, __oom_kill_process (its three callers'
+    # words), out_of_memory
+    ("oom", "fio invoked oom-killer: gfp_mask=0x140cca(GFP_HIGHUSER_MOVABLE|__GFP_COMP), order=0, "
+            "oom_score_adj=0"),
+    ("oom", "kworker/u8:2 invoked oom-killer: gfp_mask=0xcc0(GFP_KERNEL), order=0, oom_score_adj=0"),
+    ("oom", "Out of memory: Killed process 1234 (fio) total-vm:2449380kB, anon-rss:1920492kB, file-rss:0kB, "
+            "shmem-rss:0kB, UID:0 pgtables:3904kB oom_score_adj:0"),
+    ("oom", "Out of memory (oom_kill_allocating_task): Killed process 1234 (fio) total-vm:2449380kB, "
+            "anon-rss:1920492kB, file-rss:0kB, shmem-rss:0kB, UID:0 pgtables:3904kB oom_score_adj:0"),
+    ("oom", "Memory cgroup out of memory: Killed process 1234 (fio) total-vm:2449380kB, anon-rss:520192kB, "
+            "file-rss:0kB, shmem-rss:0kB, UID:0 pgtables:1168kB oom_score_adj:0"),
+    ("oom", "Out of memory and no killable processes..."),
+    # mm/page_alloc.c warn_alloc, from __alloc_pages_slowpath and mm/vmalloc.c
+    ("alloc-failure", "kworker/u8:2: page allocation failure: order:4, mode:0x40cc0(GFP_KERNEL|__GFP_COMP), "
+                      "nodemask=(null),cpuset=/,mems_allowed=0"),
+    ("alloc-failure", "irq/24-pciehp: page allocation failure: order:0, mode:0xa20(GFP_ATOMIC), "
+                      "nodemask=(null),cpuset=/,mems_allowed=0"),
+    ("alloc-failure", "fio: vmalloc error: size 67108864, page order 0, failed to allocate pages, "
+                      "mode:0xdc2(GFP_KERNEL|__GFP_HIGHMEM|__GFP_ZERO), nodemask=(null),cpuset=/,mems_allowed=0"),
 ]
 
 # lines like a family's report that are not one: boot notices, the lines
@@ -170,6 +205,30 @@ KIN = [
     ("oops", "traps: a.out[77] trap divide error ip:401126 sp:7ffc8d0a1e30 error:0 in a.out[401000+1000]"),
     ("panic", "---[ end Kernel panic - not syncing: Fatal exception ]---"),
     ("panic", "Kernel Offset: disabled"),
+    # the lines around sysfs_warn_dup's (lib/kobject.c after a directory's;
+    # a WARN()'s text in fs/sysfs/group.c)
+    ("sysfs-dup", "kobject_add_internal failed for 0000:01:00.0 with -EEXIST, don't try to register things "
+                  "with the same name in the same directory."),
+    ("sysfs-dup", "sysfs: (bin_)attrs not set by subsystem for group: 0000:01:00.0/power"),
+    # the OOM killer's other lines (suspend and resume print the first two),
+    # and user space's words about it
+    ("oom", "OOM killer disabled."),
+    ("oom", "OOM killer enabled."),
+    ("oom", "Tasks state (memory values in pages):"),
+    ("oom", "oom-kill:constraint=CONSTRAINT_NONE,nodemask=(null),cpuset=/,mems_allowed=0,global_oom,"
+            "task_memcg=/system.slice/lab-fio.service,task=fio,pid=1234,uid=0"),
+    ("oom", "oom_reaper: reaped process 1234 (fio), now anon-rss:0kB, file-rss:0kB, shmem-rss:0kB"),
+    ("oom", "memory: usage 524288kB, limit 524288kB, failcnt 1234"),
+    ("oom", "Memory cgroup stats for /lab.slice/lab-fio.service:"),
+    ("oom", "systemd[1]: lab-fio.service: A process of this unit has been killed by the OOM killer."),
+    ("oom", "fio[1234]: Out of memory: Killed process 1234 (fio)"),
+    # warn_alloc's memory state; the words in a device's message (its name
+    # has a space, and is longer than a task's)
+    ("alloc-failure", "Mem-Info:"),
+    ("alloc-failure", "pcieport 0000:00:1c.0: page allocation failure: order:0, mode:0xa20(GFP_ATOMIC), "
+                      "nodemask=(null)"),
+    ("alloc-failure", "nvme nvme0: page allocation failure: order:0, mode:0xa20(GFP_ATOMIC), nodemask=(null)"),
+    ("alloc-failure", "fio: page allocation failure"),
 ]
 
 # whole reports as the kernel prints them, record by record: the findings
@@ -247,19 +306,28 @@ REPORTS = {
 }
 
 
-def c_patterns():
-    """findings.c's table: [(needle, kind)], in order."""
+def c_rows():
+    """findings.c's table: [(needle, kind, flags)], in order (flags: the
+    set of its flag names, JOINS and NO_DUMP)."""
     text = FINDINGS_C.read_text()
     table = re.search(r"\} patterns\[\] = \{\n(.*?)\n\};", text, re.S).group(1)
-    rows = re.findall(r'\{ "((?:[^"\\]|\\.)*)", "([a-z-]+)" \},', table)
+    rows = re.findall(r'\{ "((?:[^"\\]|\\.)*)", "([a-z-]+)"(?:, ([A-Z_ |]+))? \},', table)
     assert rows and len(rows) == table.count("{ \""), table
-    return [(needle.replace('\\"', '"'), kind) for needle, kind in rows]
+    return [(needle.replace('\\"', '"'), kind, {f.strip() for f in flags.split("|") if f.strip()})
+            for needle, kind, flags in rows]
+
+
+def c_patterns():
+    """findings.c's table: [(needle, kind)], in order."""
+    return [(needle, kind) for needle, kind, _ in c_rows()]
 
 
 def needle_regex(needle):
-    """The table's matching rule: '^' opens the message, '*' any run."""
+    """The table's matching rule: '^' opens the message, '*' any run, '%'
+    a task's name (1 to 15 characters, none a space)."""
     anchored = needle.startswith("^")
-    body = ".*?".join(re.escape(part) for part in needle.lstrip("^").split("*"))
+    wild = {"*": ".*?", "%": "[^ ]{1,15}?"}
+    body = "".join(wild.get(part) or re.escape(part) for part in re.split(r"([*%])", needle.lstrip("^")))
     return re.compile(body if anchored else ".*?" + body)
 
 
@@ -485,11 +553,19 @@ def test_debug_kernel_report_is_one_finding_of_its_kind(labprobe, tmp_path, name
 @pytest.mark.parametrize("name", DEBUG_REPORTS)
 def test_debug_kernel_report_without_its_header_is_no_finding(labprobe, tmp_path, name):
     """The lines of the report around its header, and the header's words in
-    a line user space wrote to the log, are no finding."""
+    a line user space wrote to the log, are no finding -- but for its stack
+    dump: without the header no known report owns it, so it is one
+    "unknown-trace" finding, named after the line before the dump."""
     kind, header, lines = debug_report(name)
     rest = [line for line in lines if line != header]
     rc, rep = findings(labprobe, tmp_path, log(*BOOT, *rest, "labprobe: " + header, AFTER))
-    assert rc == 0 and rep["findings"] == [], rep["findings"]
+    if "Call Trace:" not in rest:
+        assert rc == 0 and rep["findings"] == [], rep["findings"]
+        return
+    t = rest.index("Call Trace:")
+    named = next(line for line in reversed(rest[:t]) if line.strip() and not line.startswith("CPU: "))
+    assert rc == 1 and [(f["kind"], f["line"]) for f in rep["findings"]] == [("unknown-trace", named)], \
+        rep["findings"]
 
 
 def test_every_debug_check_has_its_report():
@@ -506,3 +582,325 @@ def test_every_debug_check_has_its_report():
                  "suspicious RCU usage", "sleeping function called from invalid context", "BUG: KASAN:",
                  "irq lock inversion", "bad unlock balance", "scheduling while atomic"):
         assert any(want in h for h in headers), want
+
+
+# --- sysfs-dup, oom, alloc-failure and stack dumps of no known report ---------
+# Each report as Linux 6.1 prints it, record by record (fs/sysfs/dir.c
+# sysfs_warn_dup, mm/oom_kill.c dump_header and __oom_kill_process,
+# mm/page_alloc.c warn_alloc; the stack dump of lib/dump_stack.c and
+# arch/x86/kernel/dumpstack.c): one finding of its kind, on its header, with
+# the context around it; the "Call Trace:" inside it no finding of its own.
+
+HW = "Hardware name: QEMU Standard PC (Q35 + ICH9, 2009), BIOS 1.16.2-debian-1.16.2-1 04/01/2014"
+PCIEHP_CPU = f"CPU: 1 PID: 123 Comm: irq/24-pciehp {TAINT}"
+FIO_CPU = f"CPU: 0 PID: 1234 Comm: fio {TAINT}"
+KWORKER_CPU = f"CPU: 0 PID: 57 Comm: kworker/u8:2 {TAINT}"
+IRQ_FRAMES = [" pciehp_ist+0x1c4/0x2a0", " irq_thread_fn+0x20/0x60", " irq_thread+0xee/0x1c0",
+              " kthread+0xda/0x100", " ret_from_fork+0x22/0x30"]
+
+
+def dump(cpu, *frames, workqueue=None):
+    """dump_stack(): the task, the machine, the stack."""
+    return [cpu, HW, *([f"Workqueue: {workqueue}"] if workqueue else []), "Call Trace:", " <TASK>",
+            " dump_stack_lvl+0x44/0x5c", *frames, " </TASK>"]
+
+
+SYSFS_DUP = ["sysfs: cannot create duplicate filename '/devices/pci0000:00/0000:00:1c.0/0000:01:00.0'",
+             *dump(PCIEHP_CPU, " sysfs_warn_dup.cold+0x17/0x24", " sysfs_create_dir_ns+0xbc/0xd0",
+                   " kobject_add_internal+0xb1/0x2b0", " kobject_add+0x7e/0xb0", " device_add+0x123/0x8f0",
+                   " pci_device_add+0x1f2/0x5a0", " pci_scan_single_device+0xaf/0xd0", " pci_scan_slot+0x57/0x110",
+                   " pciehp_configure_device+0x3a/0x110", *IRQ_FRAMES),
+             "kobject_add_internal failed for 0000:01:00.0 with -EEXIST, don't try to register things with the "
+             "same name in the same directory."]
+
+MEM_INFO = ["Mem-Info:",
+            "active_anon:480012 inactive_anon:1203 isolated_anon:0\\x0a active_file:52 inactive_file:31 "
+            "isolated_file:0\\x0a unevictable:0 dirty:0 writeback:0",
+            "Node 0 active_anon:1920048kB inactive_anon:4812kB active_file:208kB inactive_file:124kB",
+            "Node 0 DMA free:7936kB boost:0kB min:44kB low:52kB high:60kB reserved_highatomic:0KB",
+            "lowmem_reserve[]: 0 1907 1907 1907 1907",
+            "Node 0 DMA32 free:44120kB boost:0kB min:5616kB low:7020kB high:8424kB",
+            "lowmem_reserve[]: 0 0 0 0 0",
+            "Node 0 DMA: 0*4kB 0*8kB 0*16kB 0*32kB 0*64kB 0*128kB 1*256kB (U) 1*512kB (U) = 7936kB",
+            "Node 0 hugepages_total=0 hugepages_free=0 hugepages_surp=0 hugepages_size=2048kB",
+            "1436 total pagecache pages", "0 pages in swap cache", "Free swap  = 0kB", "Total swap = 0kB",
+            "524158 pages RAM", "0 pages HighMem/MovableOnly", "21093 pages reserved"]
+
+OOM_HEADER = ("fio invoked oom-killer: gfp_mask=0x140cca(GFP_HIGHUSER_MOVABLE|__GFP_COMP), order=0, "
+              "oom_score_adj=0")
+OOM_KILL = ("Out of memory: Killed process 1234 (fio) total-vm:2449380kB, anon-rss:1920492kB, file-rss:0kB, "
+            "shmem-rss:0kB, UID:0 pgtables:3904kB oom_score_adj:0")
+OOM_SUMMARY = ("oom-kill:constraint=CONSTRAINT_NONE,nodemask=(null),cpuset=/,mems_allowed=0,global_oom,"
+               "task_memcg=/system.slice/lab-fio.service,task=fio,pid=1234,uid=0")
+TASKS = ["Tasks state (memory values in pages):",
+         "[  pid  ]   uid  tgid total_vm      rss pgtables_bytes swapents oom_score_adj name",
+         *[f"[ {300 + k:6d}]     0 {300 + k:5d}     4417      301    69632        0             0 lab-{k}"
+           for k in range(40)],
+         "[   1234]     0  1234   612345   480123  3997696        0             0 fio"]
+
+
+def oom_report(header=OOM_HEADER, kills=(OOM_KILL,), summary=OOM_SUMMARY, meminfo=MEM_INFO):
+    """out_of_memory(): dump_header (its line, dump_stack(), the memory
+    state, the tasks, the summary), then the kill line(s)."""
+    return [header,
+            *dump(FIO_CPU, " dump_header+0x4a/0x211", " oom_kill_process.cold+0xb/0x10",
+                  " out_of_memory+0x1fd/0x4c0", " __alloc_pages_slowpath.constprop.0+0xc8c/0xe10",
+                  " __alloc_pages+0x30f/0x330", " folio_alloc+0x17/0x50", " __filemap_get_folio+0x155/0x340",
+                  " filemap_fault+0x139/0x910", " __do_fault+0x31/0x80", " do_fault+0x1b9/0x410",
+                  " __handle_mm_fault+0x660/0xfa0", " handle_mm_fault+0xdb/0x2d0",
+                  " do_user_addr_fault+0x191/0x570", " exc_page_fault+0x70/0x170", " asm_exc_page_fault+0x22/0x30",
+                  "RIP: 0033:0x7f3c1a2b4c5d", "Code: Unable to access opcode bytes at 0x7f3c1a2b4c33.",
+                  "RSP: 002b:00007ffd1b2c3d40 EFLAGS: 00010246"),
+            *meminfo, *TASKS, summary, *kills]
+
+
+MEMCG = "/lab.slice/lab-fio.service"
+MEMCG_KILL = ("Memory cgroup out of memory: Killed process {} (fio) total-vm:2449380kB, anon-rss:520192kB, "
+              "file-rss:0kB, shmem-rss:0kB, UID:0 pgtables:1168kB oom_score_adj:0")
+MEMCG_OOM = oom_report(
+    header="fio invoked oom-killer: gfp_mask=0xcc0(GFP_KERNEL), order=0, oom_score_adj=0",
+    meminfo=["memory: usage 524288kB, limit 524288kB, failcnt 1234",
+             "swap: usage 0kB, limit 9007199254740988kB, failcnt 0",
+             f"Memory cgroup stats for {MEMCG}:",
+             "anon 532480000\\x0afile 0\\x0akernel 3207168\\x0akernel_stack 65536"],
+    summary=(f"oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=/,mems_allowed=0,oom_memcg={MEMCG},"
+             f"task_memcg={MEMCG},task=fio,pid=1234,uid=0"),
+    # memory.oom.group: every task of the group is killed (mm/memcontrol.c
+    # mem_cgroup_print_oom_group, then a kill line each)
+    kills=(MEMCG_KILL.format(1234), f"Tasks in {MEMCG} are going to be killed due to memory.oom.group set",
+           MEMCG_KILL.format(1235), MEMCG_KILL.format(1236)))
+
+ALLOC_HEADER = ("kworker/u8:2: page allocation failure: order:4, mode:0x40cc0(GFP_KERNEL|__GFP_COMP), "
+                "nodemask=(null),cpuset=/,mems_allowed=0")
+ALLOC_FAILURE = [ALLOC_HEADER,
+                 *dump(KWORKER_CPU, " warn_alloc+0x13a/0x1b0", " __alloc_pages_slowpath.constprop.0+0xd7a/0xe10",
+                       " __alloc_pages+0x30f/0x330", " __kmalloc_large_node+0x7f/0x150",
+                       " __kmalloc_node+0xb6/0x140", " nvme_alloc_admin_tag_set+0x5a/0x1c0",
+                       " nvme_reset_work+0x5ff/0x11e0", " process_one_work+0x1ee/0x3b0",
+                       " worker_thread+0x1d6/0x3b0", " kthread+0xda/0x100", " ret_from_fork+0x22/0x30",
+                       workqueue="nvme-reset-wq nvme_reset_work"),
+                 *MEM_INFO]
+
+# dump_stack() from a caller whose words no pattern knows
+UNKNOWN_HEADER = "pcieport 0000:00:1c.0: lab_dumper: a dump_stack() no pattern knows"
+UNKNOWN = [UNKNOWN_HEADER, *dump(PCIEHP_CPU, " lab_dumper_probe+0x2a/0x40 [lab_dumper]", *IRQ_FRAMES)]
+
+NEW_REPORTS = {
+    "sysfs-dup": ("sysfs-dup", SYSFS_DUP[0], SYSFS_DUP),
+    "oom": ("oom", OOM_HEADER, oom_report()),
+    "memcg-oom-group": ("oom", MEMCG_OOM[0], MEMCG_OOM),
+    "alloc-failure": ("alloc-failure", ALLOC_HEADER, ALLOC_FAILURE),
+    "unknown-trace": ("unknown-trace", UNKNOWN_HEADER, UNKNOWN),
+}
+
+
+def trace_reach():
+    """findings.c's TRACE_REACH"""
+    return int(re.search(r"#define TRACE_REACH (\d+)", FINDINGS_C.read_text()).group(1))
+
+
+def ctx_lines(finding):
+    """a finding's context without the "[time] " of each line"""
+    return [re.sub(r"^\[ *[0-9.]+\] ", "", line) for line in finding["context"]]
+
+
+@pytest.mark.parametrize("name", NEW_REPORTS)
+def test_new_report_is_one_finding_with_its_context(labprobe, tmp_path, name):
+    """The whole report is one finding of its kind, on its header, with the
+    lines around it (the default --context 8: the task, the machine, the
+    "Call Trace:" and the first frames); its "Call Trace:" is no
+    "unknown-trace" of its own, nor is any other line of it a finding."""
+    kind, header, lines = NEW_REPORTS[name]
+    rc, rep = findings(labprobe, tmp_path, log(*BOOT, *lines, AFTER))
+    assert rc == 1, rep
+    [f] = rep["findings"]
+    assert (f["kind"], f["line"]) == (kind, header), rep["findings"]
+    ctx = ctx_lines(f)
+    assert lines[0] == header and ctx[:11] == BOOT + lines[:9], ctx
+    assert header in ctx and "Call Trace:" in ctx and " <TASK>" in ctx and " dump_stack_lvl+0x44/0x5c" in ctx
+    assert ctx == sorted(set(ctx), key=ctx.index), "a context line twice"
+    assert [line for line in ctx if line in lines] == [line for line in lines if line in ctx], "not in log order"
+
+
+def test_new_report_is_found_in_its_own_scan(labprobe, tmp_path):
+    """--context 0: the finding's context is its line (and, for the OOM
+    killer, its kill line; for an unknown trace, the dump's lines up to its
+    "Call Trace:"): the reports one after another, each a finding. (The
+    unknown trace comes first: right after a report it would be that
+    report's.)"""
+    text = log(*BOOT, *UNKNOWN, *SYSFS_DUP, *oom_report(), *ALLOC_FAILURE, AFTER)
+    rc, rep = findings(labprobe, tmp_path, text, "--context", "0")
+    assert rc == 1
+    assert [(f["kind"], f["line"]) for f in rep["findings"]] == [
+        ("unknown-trace", UNKNOWN_HEADER), ("sysfs-dup", SYSFS_DUP[0]), ("oom", OOM_HEADER),
+        ("alloc-failure", ALLOC_HEADER)], rep["findings"]
+    assert [ctx_lines(f) for f in rep["findings"]] == [UNKNOWN[:UNKNOWN.index("Call Trace:") + 1], [SYSFS_DUP[0]],
+                                                       [OOM_HEADER, OOM_KILL], [ALLOC_HEADER]]
+
+
+def test_oom_event_is_one_finding_with_its_kill_line(labprobe, tmp_path):
+    """One OOM event, hundreds of records from "invoked oom-killer" to its
+    kill line, is one finding: the kill line (with its summary line and the
+    lines around it) is kept in its context, after the header's; so are a
+    memory.oom.group's kill lines."""
+    report = oom_report()
+    rc, rep = findings(labprobe, tmp_path, log(*BOOT, *report, AFTER))
+    [f] = rep["findings"]
+    ctx = ctx_lines(f)
+    assert report.index(OOM_KILL) - report.index(OOM_HEADER) > 2 * 8 + 1
+    assert ctx[:9] == BOOT + report[:7] and ctx[-10:] == report[-9:] + [AFTER], ctx
+    assert OOM_SUMMARY in ctx and OOM_KILL in ctx and TASKS[0] not in ctx
+
+    rc, rep = findings(labprobe, tmp_path, log(*BOOT, *MEMCG_OOM, AFTER), "--context", "0")
+    [f] = rep["findings"]
+    assert ctx_lines(f) == [MEMCG_OOM[0]] + [MEMCG_KILL.format(pid) for pid in (1234, 1235, 1236)]
+
+
+def test_two_oom_events_are_two_findings(labprobe, tmp_path):
+    """Each "invoked oom-killer" opens an event of its own; a kill line
+    without one (dump_header is rate-limited) is a finding of its own, as
+    is one after a finding of another kind; a kill line whose header an
+    earlier scan read (--since-seq) is this scan's finding."""
+    other_kill = OOM_KILL.replace("1234", "1240")
+    text = log(*BOOT, *oom_report(), *oom_report(kills=(other_kill,)), AFTER)
+    rc, rep = findings(labprobe, tmp_path, text, "--context", "0")
+    assert [(f["kind"], ctx_lines(f)) for f in rep["findings"]] == [
+        ("oom", [OOM_HEADER, OOM_KILL]), ("oom", [OOM_HEADER, other_kill])], rep["findings"]
+
+    rc, rep = findings(labprobe, tmp_path, log(*BOOT, OOM_KILL, AFTER), "--context", "0")
+    assert [(f["kind"], f["line"]) for f in rep["findings"]] == [("oom", OOM_KILL)]
+
+    report = oom_report()
+    text = log(*BOOT, *report[:-1], "WARNING: CPU: 0 PID: 1234 at mm/page_alloc.c:5527 f+0x1/0x2", report[-1])
+    rc, rep = findings(labprobe, tmp_path, text, "--context", "0")
+    assert [(f["kind"], f["line"]) for f in rep["findings"]] == [
+        ("oom", OOM_HEADER), ("warning", "WARNING: CPU: 0 PID: 1234 at mm/page_alloc.c:5527 f+0x1/0x2"),
+        ("oom", OOM_KILL)], rep["findings"]
+
+    lines = [*BOOT, *report]
+    rc, rep = findings(labprobe, tmp_path, log(*lines), "--since-seq", str(len(lines) - 1))
+    assert [(f["kind"], f["line"]) for f in rep["findings"]] == [("oom", OOM_KILL)], rep["findings"]
+
+
+def test_unknown_trace_names_the_line_before_the_dump(labprobe, tmp_path):
+    """A stack dump no report owns is an "unknown-trace" finding named after
+    its header: the line before the lines dump_stack() and show_regs()
+    print ahead of "Call Trace:" (6.12's "CPU: 1 UID: 0 PID: ..." and
+    later kernels' "Tainted:" among them), the context from that line to
+    the dump's frames; with no line before it, the "Call Trace:" itself."""
+    nmi = ["NMI backtrace for cpu 1",
+           "CPU: 1 UID: 0 PID: 0 Comm: swapper/1 Tainted: G        W          6.12.0-labtest #1",
+           "Tainted: [W]=WARN", HW, "RIP: 0010:default_idle+0xf/0x20",
+           "Code: 4c 01 c7 4c 29 c2 e9 72 ff ff ff 90 90 90 90 90 90 90 90 90 90 90 90 90 90 90 90 f3 0f 1e fa "
+           "eb 07 0f 00 2d d3 0e 33 00 fb f4 <fa> c3 cc cc cc cc 66 66 2e 0f 1f 84 00 00 00 00 00",
+           "RSP: 0018:ffffc900000b7ee8 EFLAGS: 00000252",
+           "RAX: ffff88803ecb3a00 RBX: 0000000000000001 RCX: 4000000000000000",
+           "RDX: 0000000000000001 RSI: 0000000000000087 RDI: 0000000000029bd4",
+           "RBP: ffff8880031f8000 R08: 0000000000029bd4 R09: ffff88803ecb0000",
+           "R10: 0000000000000001 R11: 0000000000000000 R12: 0000000000000000",
+           "R13: 0000000000000000 R14: 0000000000000000 R15: 0000000000000000",
+           "FS:  0000000000000000(0000) GS:ffff88803ec80000(0000) knlGS:0000000000000000",
+           "CS:  0010 DS: 0000 ES: 0000 CR0: 0000000080050033",
+           "CR2: 00007f3c1a2b4c33 CR3: 000000000260a000 CR4: 0000000000750ef0", "PKRU: 55555554",
+           "Call Trace:", " <NMI>", " nmi_cpu_backtrace.cold+0x32/0x68", " </NMI>", " <TASK>",
+           " default_idle_call+0x2c/0xe0", " do_idle+0x1f1/0x270", " </TASK>"]
+    rc, rep = findings(labprobe, tmp_path, log(*BOOT, *nmi, AFTER), "--context", "0")
+    [f] = rep["findings"]
+    assert (f["kind"], f["line"]) == ("unknown-trace", "NMI backtrace for cpu 1")
+    assert ctx_lines(f) == nmi[:nmi.index("Call Trace:") + 1]
+
+    bare = dump(PCIEHP_CPU, *IRQ_FRAMES)
+    rc, rep = findings(labprobe, tmp_path, log(*bare), "--context", "0")
+    assert [(f["kind"], f["line"]) for f in rep["findings"]] == [("unknown-trace", "Call Trace:")], rep
+
+
+@pytest.mark.parametrize("kind, line", [
+    ("warning", "WARNING: CPU: 1 PID: 123 at drivers/pci/hotplug/pciehp_hpc.c:612 pciehp_ist+0x1c4/0x2a0"),
+    ("bug", "BUG: kernel NULL pointer dereference, address: 0000000000000040"),
+    ("lockdep", "WARNING: possible circular locking dependency detected"),
+    ("hung-task", "INFO: task irq/24-pciehp:123 blocked for more than 10 seconds."),
+    ("spurious-irq", 'irq 24: nobody cared (try booting with the "irqpoll" option)'),
+    ("sysfs-dup", SYSFS_DUP[0]), ("oom", OOM_HEADER), ("alloc-failure", ALLOC_HEADER)])
+def test_a_report_owns_its_stack_dumps(labprobe, tmp_path, kind, line):
+    """A report's stack dump, right after its line or TRACE_REACH records
+    later (lockdep's, after the stacks of its dependency chain), is no
+    finding of its own; nor are the dumps after it, each within
+    TRACE_REACH records of the one before (an RCU stall's NMI backtraces).
+    A dump farther away is an "unknown-trace"."""
+    reach = trace_reach()
+    def filler(n):
+        return [f"       lock_acquire+0x{k:x}/0x480" for k in range(n)]
+
+    first = dump(PCIEHP_CPU, *IRQ_FRAMES)
+    second = ["Sending NMI from CPU 0 to CPUs 1:", "NMI backtrace for cpu 1", *dump(PCIEHP_CPU, *IRQ_FRAMES)]
+    lines = [line, *filler(reach - 4), "stack backtrace:", *first, *filler(reach - len(first) - 2), *second]
+    traces = [k for k, text in enumerate(lines) if text == "Call Trace:"]
+    assert traces == [reach, 2 * reach], traces
+    rc, rep = findings(labprobe, tmp_path, log(*BOOT, *lines, AFTER), "--context", "0")
+    assert [(f["kind"], f["line"]) for f in rep["findings"]] == [(kind, line)], rep["findings"]
+
+    far = [line, *filler(reach - 3), "stack backtrace:", *dump(PCIEHP_CPU, *IRQ_FRAMES)]
+    rc, rep = findings(labprobe, tmp_path, log(*BOOT, *far, AFTER), "--context", "0")
+    assert [(f["kind"], f["line"]) for f in rep["findings"]] == [(kind, line), ("unknown-trace", "stack backtrace:")]
+
+
+def test_a_dump_long_after_a_report_is_not_its(labprobe, tmp_path):
+    """A report is printed in one go: a stack dump a few records after a
+    report's line but more than TRACE_SECONDS later (a quiet log) is an
+    "unknown-trace", not that report's."""
+    seconds = float(re.search(r"#define TRACE_SECONDS ([0-9.]+)", FINDINGS_C.read_text()).group(1))
+    warn = "WARNING: CPU: 1 PID: 123 at drivers/pci/hotplug/pciehp_hpc.c:612 pciehp_ist+0x1c4/0x2a0"
+    lines = [*BOOT, warn, *UNKNOWN]
+    usec = [k * 1000 for k in range(3)] + [int((seconds + 1) * 1e6) + k * 1000 for k in range(len(lines) - 3)]
+    text = "".join(f"4,{k + 1},{usec[k]},-;{line}\n" for k, line in enumerate(lines))
+    rc, rep = findings(labprobe, tmp_path, text, "--context", "0")
+    assert [(f["kind"], f["line"]) for f in rep["findings"]] == [("warning", warn),
+                                                                 ("unknown-trace", UNKNOWN_HEADER)], rep
+    text = log(*lines)
+    rc, rep = findings(labprobe, tmp_path, text, "--context", "0")
+    assert [(f["kind"], f["line"]) for f in rep["findings"]] == [("warning", warn)], rep
+
+
+def test_a_report_before_the_scan_owns_its_dump_in_it(labprobe, tmp_path):
+    """--since-seq between a report's line and its stack dump: the dump
+    belongs to the report an earlier scan found, no finding of this scan."""
+    lines = [*BOOT, *SYSFS_DUP, AFTER]
+    rc, rep = findings(labprobe, tmp_path, log(*lines), "--since-seq", str(len(BOOT) + 2))
+    assert rc == 0 and rep["findings"] == [], rep["findings"]
+
+
+def test_pciehp_state_owns_no_stack_dump(labprobe, tmp_path):
+    """pciehp's state lines print no stack dump: one right after them is an
+    "unknown-trace" of its own (an expected "Timeout on hotplug command"
+    must not hide it)."""
+    line = "pcieport 0000:00:1c.0: pciehp: Timeout on hotplug command 0x0000 (issued 1016 msec ago)"
+    rc, rep = findings(labprobe, tmp_path, log(*BOOT, line, *dump(PCIEHP_CPU, *IRQ_FRAMES), AFTER),
+                       "--context", "0")
+    assert [(f["kind"], f["line"]) for f in rep["findings"]] == [("pciehp-state", line), ("unknown-trace", line)]
+
+
+def test_sysrq_dumps_are_no_finding(labprobe, tmp_path):
+    """The blocked tasks' stacks sysrq w puts into the log (steps/vm-restart.yml
+    asks for them before a restart), more than TRACE_REACH records of them,
+    are no finding."""
+    tasks = []
+    for k in range(trace_reach() // 10 + 5):
+        tasks += [f"task:kworker/u4:{k:<6} state:D stack:14144 pid:{100 + k:<5} ppid:2      flags:0x00004000",
+                  "Workqueue: nvme-reset-wq nvme_reset_work", "Call Trace:", " <TASK>", " __schedule+0x29b/0x740",
+                  " schedule+0x57/0xa0", " io_schedule_timeout+0x4c/0x80", " blk_execute_rq+0xdb/0x200",
+                  " nvme_reset_work+0x5ff/0x11e0", " </TASK>"]
+    rc, rep = findings(labprobe, tmp_path, log(*BOOT, "sysrq: Show Blocked State", *tasks, AFTER))
+    assert rc == 0 and rep["findings"] == [], rep["findings"]
+
+
+@pytest.mark.parametrize("lines", [
+    ["labprobe: Call Trace:", "labprobe:  <TASK>"],
+    # a stack printed without "Call Trace:" (lockdep's chain, KASAN's
+    # "Allocated by task"): its report's own lines, no dump
+    ["Allocated by task 1:", " kasan_save_stack+0x1e/0x40", " __kasan_kmalloc+0x7f/0x90",
+     " pci_alloc_dev+0x2a/0xd0", ""],
+    ["Call Trace: <TASK>"],
+], ids=["user-space", "stack-without-call-trace", "not-the-line"])
+def test_trace_look_alike_is_no_finding(labprobe, tmp_path, lines):
+    rc, rep = findings(labprobe, tmp_path, log(*BOOT, *lines, AFTER))
+    assert rc == 0 and rep["findings"] == [], rep["findings"]

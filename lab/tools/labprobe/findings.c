@@ -15,15 +15,44 @@
  * before the catch-alls ("^BUG:", "^WARNING:") that would take them too.
  * A needle starting with '^' must open the message: the kernel prints these
  * reports with no prefix, or with the fixed pr_fmt() prefix written in the
- * needle ("rcu: ", "watchdog: "), so the same words in a device's message,
- * a user space line in the log ("traps: fio[12] general protection fault",
- * "systemd[1]: ...") or a boot notice ("RETBleed: WARNING: ...") do not
- * count. A '*' in a needle stands for any run of characters (a task name, a
- * number). The strings are the kernel's own (Linux 6.1): the file each is
- * printed from is named above it. */
+ * needle ("rcu: ", "watchdog: ", "sysfs: "), so the same words in a
+ * device's message, a user space line in the log ("traps: fio[12] general
+ * protection fault", "systemd[1]: ...") or a boot notice ("RETBleed:
+ * WARNING: ...") do not count. A '*' in a needle stands for any run of
+ * characters (a task name, a number); a '%' for the name of the task that
+ * printed the line (current->comm: 1 to 15 characters, none a space), so
+ * that "labprobe: fio: page allocation failure" or a device's "nvme nvme0:
+ * ..." is no task's line. The strings are the kernel's own (Linux 6.1): the
+ * file each is printed from is named above it.
+ *
+ * Flags: JOINS, a line of the report of the scan's last finding when that
+ * finding is of the same kind (the OOM killer's kill line after its
+ * "invoked oom-killer" header, hundreds of records of memory and task
+ * dump later): no finding of its own, its line (with the lines around it)
+ * goes into that finding's context; with no such finding it is a finding
+ * of its own.
+ * NO_DUMP: a line whose report prints no stack dump, so a "Call Trace:"
+ * after it is not its (below).
+ *
+ * A stack dump ("Call Trace:", arch/x86/kernel/dumpstack.c) is a finding of
+ * kind "unknown-trace" unless it belongs to a report: one that matched a
+ * pattern (other than NO_DUMP), or a dump asked for through sysrq
+ * (dump_owners[]). It belongs to the last such report when it comes at
+ * most TRACE_REACH records and TRACE_SECONDS after that report's line or
+ * after the report's previous stack dump (an RCU stall's or sysrq's
+ * several dumps), whether or not an earlier scan read the report. The
+ * finding names the dump's header: the record before the lines
+ * dump_stack() and show_regs() print ahead of "Call Trace:" (dump_preamble[]),
+ * e.g. the message of a driver that called dump_stack(). */
+#define JOINS	1
+#define NO_DUMP	2
+/* a row without flags leaves them 0 */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 static const struct {
 	const char *needle;
 	const char *kind;
+	unsigned int flags;
 } patterns[] = {
 	/* lockdep reports (kernel/locking/lockdep.c) */
 	{ "^WARNING: possible circular locking dependency detected", "lockdep" },
@@ -66,6 +95,28 @@ static const struct {
 	{ "^list_add corruption", "list-corruption" },
 	{ "^list_del corruption", "list-corruption" },
 	{ "^refcount_t: ", "refcount" },
+	/* a sysfs file or directory created twice (fs/sysfs/dir.c
+	 * sysfs_warn_dup: pr_warn, then dump_stack(), no WARNING line; for a
+	 * directory lib/kobject.c's "kobject_add_internal failed for ... with
+	 * -EEXIST" follows, no finding of its own; unchanged in 6.12) */
+	{ "^sysfs: cannot create duplicate filename '", "sysfs-dup" },
+	/* the OOM killer (mm/oom_kill.c): dump_header's line opens the report
+	 * (its dump_stack, Mem-Info, the task list, "oom-kill:constraint=..."),
+	 * __oom_kill_process's kill line (one per task of a memory.oom.group)
+	 * or the "no killable processes" line ends it: one finding an event.
+	 * dump_header is rate-limited: a kill line without it is the finding.
+	 * The lines are unchanged in 6.12. */
+	{ "^% invoked oom-killer: gfp_mask=0x", "oom" },
+	{ "^Out of memory: Killed process ", "oom", JOINS },
+	{ "^Out of memory (oom_kill_allocating_task): Killed process ", "oom", JOINS },
+	{ "^Memory cgroup out of memory: Killed process ", "oom", JOINS },
+	{ "^Out of memory and no killable processes...", "oom", JOINS },
+	/* an allocation that failed without __GFP_NOWARN (mm/page_alloc.c
+	 * warn_alloc, from __alloc_pages_slowpath and mm/vmalloc.c: "<comm>:
+	 * <what>, mode:0x...(<gfp flags>), nodemask=...", then dump_stack() and
+	 * the memory state; unchanged in 6.12) */
+	{ "^%: page allocation failure: order:*, mode:0x", "alloc-failure" },
+	{ "^%: vmalloc error: size *, mode:0x", "alloc-failure" },
 	/* BUG() and the other "BUG: ..." reports (lib/bug.c, arch/x86/mm/fault.c) */
 	{ "^kernel BUG at ", "bug" },
 	{ "^Kernel BUG at ", "bug" },
@@ -81,21 +132,62 @@ static const struct {
 	{ "^divide error: ", "oops" },
 	{ "^Kernel panic - not syncing: ", "panic" },
 	/* pciehp states that are wrong whenever the lab sees them */
-	{ "Already disabled", "pciehp-state" },
-	{ "Already enabled", "pciehp-state" },
-	{ "cannot hot-add", "pciehp-state" },
-	{ "Timeout on hotplug command", "pciehp-state" },
+	{ "Already disabled", "pciehp-state", NO_DUMP },
+	{ "Already enabled", "pciehp-state", NO_DUMP },
+	{ "cannot hot-add", "pciehp-state", NO_DUMP },
+	{ "Timeout on hotplug command", "pciehp-state", NO_DUMP },
+};
+#pragma GCC diagnostic pop
+
+/* The records that own the stack dumps after them without being findings:
+ * the dumps a user asked for through sysrq (drivers/tty/sysrq.c, pr_fmt
+ * "sysrq: ": "Show Blocked State", "Show State", "Show backtrace of all
+ * active CPUs", "Show Regs"; steps/vm-restart.yml asks for the first). */
+static const char *const dump_owners[] = { "sysrq: ", NULL };
+
+/* A stack dump's first line: x86's (arch/x86/kernel/dumpstack.c
+ * show_trace_log_lvl), and arm64's spelling */
+static const char *const trace_starts[] = { "Call Trace:", "Call trace:", NULL };
+
+/* The lines dump_stack() and show_regs() print between the report's header
+ * and "Call Trace:" (lib/dump_stack.c dump_stack_print_info: "CPU: ..."
+ * ("CPU: 0 UID: 0 PID: ..." in 6.12), later kernels' "Tainted: [W]=WARN",
+ * "Hardware name:", kernel/workqueue.c "Workqueue:", kernel/stop_machine.c
+ * "Stopper:", 6.12's kernel/sched/ext.c "Sched_ext:"; the registers of
+ * arch/x86/kernel/dumpstack.c show_ip/show_opcodes and process_64.c
+ * __show_regs; kernel/module's "Modules linked in:") */
+static const char *const dump_preamble[] = {
+	"CPU: ", "Tainted: ", "Hardware name: ", "Workqueue: ", "Stopper: ", "Sched_ext: ",
+	"Modules linked in:", "RIP: ", "Code: ", "RSP: ", "RAX: ", "RDX: ", "RBP: ", "R10: ",
+	"R13: ", "FS: ", "CS: ", "CR2: ", "DR0: ", "DR3: ", "PKRU: ", NULL,
 };
 
-/* Whether s opens with pattern p ('*': any run of characters, the
- * shortest that lets the rest match). */
+/* How far after its report's line (or its previous stack dump) a report's
+ * stack dump may come, in records and in seconds: lockdep's is the
+ * farthest, after the stacks of its dependency chain ("stack backtrace:";
+ * about 50 records in reference-results/stock-debug1, a chain of two
+ * locks); a report is printed in one go, in well under a second (a slow
+ * console may stretch that), so a dump minutes later on a quiet log is
+ * another's. */
+#define TRACE_REACH 200
+#define TRACE_SECONDS 10.0
+
+/* Whether s opens with pattern p ('*': any run of characters, '%': a
+ * task's name, 1 to 15 characters (TASK_COMM_LEN - 1) none a space; each
+ * the shortest that lets the rest match). */
 static bool opens_with(const char *s, const char *p)
 {
-	for (; *p && *p != '*'; p++, s++)
+	for (; *p && *p != '*' && *p != '%'; p++, s++)
 		if (*s != *p)
 			return false;
 	if (!*p)
 		return true;
+	if (*p == '%') {
+		for (int len = 1; len <= 15 && s[len - 1] && s[len - 1] != ' '; len++)
+			if (opens_with(s + len, p + 1))
+				return true;
+		return false;
+	}
 	for (p++;; s++) {
 		if (opens_with(s, p))
 			return true;
@@ -357,6 +449,72 @@ static bool in_ranges(unsigned long long seq, const unsigned long long (*ranges)
 	return false;
 }
 
+/* The first pattern of the table that matches msg: its index, or -1 */
+static int pattern_of(const char *msg)
+{
+	for (size_t p = 0; p < sizeof(patterns) / sizeof(patterns[0]); p++)
+		if (pattern_matches(msg, patterns[p].needle))
+			return (int)p;
+	return -1;
+}
+
+static bool starts_with_any(const char *msg, const char *const *prefixes)
+{
+	for (; *prefixes; prefixes++)
+		if (!strncmp(msg, *prefixes, strlen(*prefixes)))
+			return true;
+	return false;
+}
+
+static bool is_any(const char *msg, const char *const *lines)
+{
+	for (; *lines; lines++)
+		if (!strcmp(msg, *lines))
+			return true;
+	return false;
+}
+
+/* The header of the stack dump whose "Call Trace:" is recs[t]: the record
+ * before the dump's preamble lines and blank lines (at most 24 of them),
+ * or the "Call Trace:" itself when there is none. */
+static size_t dump_header(const struct rec *recs, size_t t)
+{
+	for (size_t h = t; h-- > 0 && t - h <= 24;)
+		if (recs[h].msg[strspn(recs[h].msg, " ")] && !starts_with_any(recs[h].msg, dump_preamble))
+			return h;
+	return t;
+}
+
+/* Adds records from..to (those the log has) to a finding's context; *end:
+ * the last one added */
+static void add_context(struct json_object *ctx, const struct rec *recs, size_t n, size_t from, size_t to,
+			size_t *end)
+{
+	for (size_t j = from; j < n && j <= to; j++) {
+		char line[1100];
+
+		snprintf(line, sizeof(line), "[%12.6f] %.1000s", recs[j].ts, recs[j].msg);
+		json_object_array_add(ctx, json_object_new_string(line));
+		*end = j;
+	}
+}
+
+/* A finding of kind on recs[at] (its line and time) into list, its context
+ * the records from `context` before at to `context` after last */
+static struct json_object *add_finding(struct json_object *list, const struct rec *recs, size_t n,
+				       const char *kind, size_t at, size_t last, int context, size_t *end)
+{
+	struct json_object *o = json_object_new_object(), *ctx = json_object_new_array();
+
+	json_object_object_add(o, "kind", json_object_new_string(kind));
+	json_object_object_add(o, "time", json_object_new_double(recs[at].ts));
+	json_object_object_add(o, "line", json_object_new_string(recs[at].msg));
+	add_context(ctx, recs, n, at > (size_t)context ? at - context : 0, last + context, end);
+	json_object_object_add(o, "context", ctx);
+	json_object_array_add(list, o);
+	return o;
+}
+
 /* The findings of the records after since_seq that are in none of the
  * ranges ((from, to]: what earlier scans covered); *checked: how many
  * records that was, *last: the last record's sequence number. */
@@ -407,35 +565,51 @@ static struct json_object *scan(unsigned long long since_seq, const unsigned lon
 		json_object_array_add(list, o);
 	}
 
+	/* the record of the last report that owns the stack dumps after it
+	 * (or of its last dump), and this scan's last finding */
+	size_t owner = 0, found_end = 0;
+	bool owned = false;
+	struct json_object *found = NULL;
+	const char *found_kind = NULL;
+
 	for (size_t i = 0; i < n; i++) {
-		const char *kind = NULL;
-		struct json_object *o, *ctx;
+		/* the records before the scan (or an earlier scan's) are read
+		 * too: a report they hold owns its stack dump in this scan */
+		bool in_scan = !((recs[i].seq <= since_seq && since_seq) || in_ranges(recs[i].seq, ranges, nranges));
+		int p = pattern_of(recs[i].msg);
 
-		if ((recs[i].seq <= since_seq && since_seq) || in_ranges(recs[i].seq, ranges, nranges))
-			continue;
-		(*checked)++;
-		for (size_t p = 0; p < sizeof(patterns) / sizeof(patterns[0]); p++) {
-			if (pattern_matches(recs[i].msg, patterns[p].needle)) {
-				kind = patterns[p].kind;
-				break;
+		if (in_scan)
+			(*checked)++;
+		if (p >= 0) {
+			if (!(patterns[p].flags & (JOINS | NO_DUMP))) {
+				owner = i;
+				owned = true;
 			}
-		}
-		if (!kind)
-			continue;
-		o = json_object_new_object();
-		json_object_object_add(o, "kind", json_object_new_string(kind));
-		json_object_object_add(o, "time", json_object_new_double(recs[i].ts));
-		json_object_object_add(o, "line", json_object_new_string(recs[i].msg));
-		ctx = json_object_new_array();
-		for (size_t j = i > (size_t)context ? i - context : 0;
-		     j < n && j <= i + (size_t)context; j++) {
-			char line[1100];
+			if (!in_scan)
+				continue;
+			if ((patterns[p].flags & JOINS) && found && !strcmp(found_kind, patterns[p].kind)) {
+				struct json_object *ctx;
 
-			snprintf(line, sizeof(line), "[%12.6f] %.1000s", recs[j].ts, recs[j].msg);
-			json_object_array_add(ctx, json_object_new_string(line));
+				json_object_object_get_ex(found, "context", &ctx);
+				add_context(ctx, recs, n, i > (size_t)context && i - context > found_end ? i - context
+					    : found_end + 1, i + context, &found_end);
+				continue;
+			}
+			found = add_finding(list, recs, n, patterns[p].kind, i, i, context, &found_end);
+			found_kind = patterns[p].kind;
+		} else if (starts_with_any(recs[i].msg, dump_owners)) {
+			owner = i;
+			owned = true;
+		} else if (is_any(recs[i].msg, trace_starts)) {
+			if (owned && i - owner <= TRACE_REACH && recs[i].ts - recs[owner].ts <= TRACE_SECONDS) {
+				owner = i;
+				continue;
+			}
+			if (!in_scan)
+				continue;
+			found = add_finding(list, recs, n, "unknown-trace", dump_header(recs, i), i, context, &found_end);
+			found_kind = "unknown-trace";
 		}
-		json_object_object_add(o, "context", ctx);
-		json_object_array_add(list, o);
 	}
 	free_recs(recs, n);
 	return list;
