@@ -5,7 +5,8 @@ so that whether a run met them is read, never worked out by hand.
 
 Each goal names its value, its limit and whether it was met; a value that
 could not be computed (a variant or timeout missing, a yank without data)
-is None and the goal is not met. These are benchmark outcomes: a run
+is None and the goal is `not measured`, never met: so is a ratio of a value
+with itself (one completion timeout, one size). These are benchmark outcomes: a run
 records them, no test asserts them (tests/test_filters.py checks the
 arithmetic on fixed records)."""
 
@@ -39,9 +40,13 @@ def _within(value, limit):
     return value is not None and value <= limit
 
 
-def _goal(name, value, limit, met, source):
-    return {"goal": name, "value": value, "limit": limit, "met": bool(met) if value is not None else False,
-            "from": source}
+def _goal(name, value, limit, met, source, measured=True):
+    """A goal: met only when its inputs were measured (a ratio of a value
+    with itself, or of a value that is missing, is `not measured`)."""
+    measured = bool(measured) and value is not None
+    met = bool(met) and measured
+    return {"goal": name, "value": value if measured else None, "limit": limit, "met": met,
+            "status": "met" if met else ("not met" if measured else "not measured"), "from": source}
 
 
 def _ratio(a, b):
@@ -78,15 +83,21 @@ def lab_lightning_goals(records):
                       "patched_T1_ms": _t(pm, t, one), "patched_T_over_floor": _at(pm, "T_over_floor", t, big),
                       "absent_reads_stock": reads["stock"], "absent_reads_patched": reads["patched"]})
     absent = [row["absent_reads_patched"] for row in table]
+    # a ratio needs two different timeouts, or two different sizes
+    two_timeouts, two_sizes = t0 != tmax, big != one
+    if not two_sizes:
+        scaling = None
     goals = [
         _goal(f"patched T({big}) at {tmax} us over at {t0} us", timeout_cost, TIMEOUT_COST,
-              _within(timeout_cost, TIMEOUT_COST), f"T_ms[{tmax}][{FLAG}][{big}] / T_ms[{t0}][{FLAG}][{big}]"),
+              _within(timeout_cost, TIMEOUT_COST), f"T_ms[{tmax}][{FLAG}][{big}] / T_ms[{t0}][{FLAG}][{big}]",
+              measured=two_timeouts),
         _goal(f"patched over stock T({big}) at {tmax} us", stock_share, round(STOCK_SHARE, 3),
               _within(stock_share, STOCK_SHARE), f"T_ms[{tmax}][{FLAG}][{big}], patched / stock"),
         _goal(f"patched T({big})/T({one}) at {t0} us, or T({big}) over its teardown floor",
               {"T_over_T1": scaling, "T_over_floor": floor}, {"T_over_T1": SCALING, "T_over_floor": FLOOR},
               _within(scaling, SCALING) or _within(floor, FLOOR),
-              f"T_ms[{t0}][{FLAG}]; T_over_floor[{t0}][{FLAG}][{big}] (median over the yanks)"),
+              f"T_ms[{t0}][{FLAG}]; T_over_floor[{t0}][{FLAG}][{big}] (median over the yanks)",
+              measured=scaling is not None or floor is not None),
         _goal(f"patched reads of removed drives, T({big}) yanks, every timeout",
               None if None in absent else sum(absent), 0, None not in absent and sum(absent) == 0,
               f"absent_reads[*][{FLAG}][{big}].total"),
@@ -104,7 +115,9 @@ def lab_format_lightning(lightning):
         lines.append(f"  {r['timeout_us']} us: {r['stock_T_ms']} / {r['patched_T_ms']}, {r['patched_T1_ms']}, "
                      f"{r['patched_T_over_floor']}, {r['absent_reads_stock']} / {r['absent_reads_patched']}")
     for g in lightning["goals"]:
-        lines.append(f"  {'met' if g['met'] else 'NOT met'}: {g['goal']} = {g['value']} (limit {g['limit']})")
+        status = g.get("status") or ("met" if g["met"] else "not met")
+        status = status if g["met"] else status.replace("not ", "NOT ")
+        lines.append(f"  {status}: {g['goal']} = {g['value']} (limit {g['limit']})")
     return lines
 
 
