@@ -8,6 +8,8 @@ from conftest import REPO
 
 sys.path.insert(0, str(REPO / "lab/plugins/filter"))
 import lab_bars  # noqa: E402
+sys.path.insert(0, str(REPO / "lab/plugins"))
+import lab_judge  # noqa: E402
 
 # a 1 GiB guest without a 64-bit window, after the blocker's hot-add
 # (bs2-like): the only 1 GiB-aligned block, [0x40000000, 0x7fffffff],
@@ -161,7 +163,7 @@ def test_a_released_bar_is_stocks_known_failure_and_patched_fails_on_it():
     kept = [f for f in rec["findings"] if f["kind"] in ("step", "bar-released")]
     assert [f["kind"] for f in kept] == ["step", "bar-released"]
     rec = dict(rec, findings=kept)
-    lists = {v: yaml.safe_load((REPO / f"kernel/expected-failures/{v}.yml").read_text())
+    lists = {v: lab_judge.load_expected(REPO / "kernel/expected-failures", v)
              for v in ("stock", "distro", "patched")}
     for variant, status in (("stock", "xfail"), ("distro", "xfail"), ("patched", "fail")):
         (r,) = lab_results.lab_apply_expected([dict(rec, variant=variant)], lists)
@@ -226,7 +228,7 @@ def test_the_missing_refusal_is_stocks_known_failure_only_with_the_option():
     a neighbour moved beside it fails everywhere."""
     import yaml
     import lab_results
-    lists = {v: yaml.safe_load((REPO / f"kernel/expected-failures/{v}.yml").read_text())
+    lists = {v: lab_judge.load_expected(REPO / "kernel/expected-failures", v)
              for v in ("stock", "distro", "patched")}
     rec = lab_bars.lab_bar_squeeze_judge(immovable([]), 6, 1024, 5)
     rec = {"name": "bar-squeeze", "status": "fail", "findings": rec["findings"]}

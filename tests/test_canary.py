@@ -19,8 +19,8 @@ SCENARIOS = LAB_VM_PROFILE[-1]["lab_scenarios"]
 # a step that failed because its scan found the canary (a failed check,
 # exit 1), and the steps of the iteration that then did not run
 STEP_FROM_LOG = re.compile(r"^[a-z-]+ failed \(exit 1\)(: kernel-log-clean)?$|^[a-z-]+: not run \(an earlier step failed\)$")
-# findings a scenario records on a passing run too: quick-swap's races (the
-# guest's teardown of the old drive powered the slot off after the add)
+# quick-swap's races (the guest's teardown of the old drive powered the slot
+# off after the add) are findings only of an iteration that failed by them
 OUTCOMES = {"race"}
 
 

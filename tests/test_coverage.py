@@ -1,8 +1,7 @@
 """No scenario is left out of the tests: every playbooks/scenarios/*.yml runs
 in the lab_scenarios list of some test run that boots a VM (CI's lab and
-fidelity VMs, or a heavy run of `tests/run --all`). The scenarios that still
-run in none are listed here with why; the list must shrink, never hide a
-new scenario."""
+fidelity VMs, or a heavy run of `tests/run --all`); a scenario added without
+one fails the suite."""
 import re
 
 import pytest
@@ -12,21 +11,42 @@ from conftest import REPO, header_ci_scenarios
 # test files whose lab_scenarios lists are runs that boot a VM (others list
 # scenarios as bad input or as filter data)
 BOOTING = ["conftest.py", "test_fidelity.py", "test_jbof.py", "test_runtime_pm_vm.py", "test_converge.py",
-           "test_scale.py", "test_firmware.py", "test_canary.py"]
-# in no booted test yet; the kernel evidence for patches 0003-0007 comes
-# from runs of profiles/series-ab.yml and is checked without a VM in
-# tests/test_kernel_scenarios.py
-KNOWN_UNCOVERED = {"aer-reset-storm", "sleep-replacement"}
+           "test_scale.py", "test_firmware.py", "test_canary.py", "test_kernel_scenarios.py"]
 
 
-def scenarios_in_tests():
+def scenarios_in_tests(tests=REPO / "tests", scenarios=REPO / "playbooks/scenarios"):
     found = set()
     for name in BOOTING:
-        text = (REPO / "tests" / name).read_text()
+        path = tests / name
+        text = path.read_text() if path.exists() else ""
         for body in re.findall(r'"lab_scenarios":\s*\[([^\]]*)\]', text):
             found |= set(re.findall(r'"([a-z0-9-]+)"', body))
     # a header's `ci: lab_vm` puts the scenario into the lab VM's run (conftest)
-    return found | set(header_ci_scenarios())
+    return found | set(header_ci_scenarios(scenarios=scenarios))
+
+
+def uncovered(tests=REPO / "tests", scenarios=REPO / "playbooks/scenarios"):
+    return sorted({p.stem for p in scenarios.glob("*.yml")} - scenarios_in_tests(tests, scenarios))
+
+
+def test_every_scenario_runs_in_a_test():
+    assert uncovered() == [], "in no test that boots a VM: " + ", ".join(uncovered())
+
+
+def test_a_scenario_added_without_a_test_fails(tmp_path):
+    """The check above on a copy of the scenarios with one copied from
+    smoke under a new name: it is named as uncovered; with `ci: lab_vm` in
+    its header it is covered."""
+    scen = tmp_path / "scenarios"
+    scen.mkdir()
+    for p in (REPO / "playbooks/scenarios").glob("*.yml"):
+        (scen / p.name).write_text(p.read_text())
+    smoke = (REPO / "playbooks/scenarios/smoke.yml").read_text()
+    (scen / "smoke-copy.yml").write_text(smoke)
+    assert uncovered(scenarios=scen) == ["smoke-copy"]
+    header, rest = smoke.split("\n", 1)
+    (scen / "smoke-copy.yml").write_text(header + "\n#   ci: lab_vm\n" + rest)
+    assert uncovered(scenarios=scen) == []
 
 
 def test_a_header_ci_line_other_than_lab_vm_is_refused(tmp_path):

@@ -11,6 +11,8 @@ from conftest import REPO
 sys.path.insert(0, str(REPO / "lab/plugins/filter"))
 import lab_profile  # noqa: E402
 import lab_results  # noqa: E402
+sys.path.insert(0, str(REPO / "lab/plugins"))
+import lab_judge  # noqa: E402
 import lab_scenarios  # noqa: E402
 import lab_topology  # noqa: E402
 from ansible.errors import AnsibleFilterError  # noqa: E402
@@ -152,7 +154,8 @@ def test_a_failed_report_names_what_failed():
 def test_expected_failures_mark_only_fully_matched_records():
     rec = {"name": "storm", "status": "fail",
            "findings": [{"kind": "pciehp-state", "line": "pcieport: Already disabled"}]}
-    exp = [{"scenario": "storm", "kind": "pciehp-state", "match": "Already disabled", "reason": "known race"}]
+    exp = [{"scenario": "storm", "kind": "pciehp-state", "match": "^pcieport: Already disabled$", "scope": "s",
+            "reason": "known race"}]
     (r,) = lab_results.lab_apply_expected([rec], exp)
     assert r["status"] == "xfail" and r["expected_failure"] == ["known race"]
     rec2 = dict(rec, findings=rec["findings"] + [{"kind": "bug", "line": "BUG: kernel NULL pointer"}])
@@ -163,11 +166,12 @@ def test_expected_failures_mark_only_fully_matched_records():
 def test_an_expected_failure_matches_its_kind_only():
     """The same words in a finding of another kind (a failed step quoting the
     line, a kernel warning) are not the known failure."""
-    exp = [{"scenario": "storm", "kind": "pciehp-state", "match": "Already disabled", "reason": "known race"}]
+    exp = [{"scenario": "storm", "kind": "pciehp-state", "match": "^pcieport: Already disabled$", "scope": "s",
+            "reason": "known race"}]
     for kind in ("step", "warning", None):
         rec = {"name": "storm", "status": "fail", "findings": [{"kind": kind, "line": "pcieport: Already disabled"}]}
         assert lab_results.lab_apply_expected([rec], exp)[0]["status"] == "fail", kind
-    with pytest.raises(AnsibleFilterError, match="needs both 'kind'"):
+    with pytest.raises(AnsibleFilterError, match="needs 'scenario', 'kind'"):
         lab_results.lab_apply_expected([rec], [{"scenario": "storm", "match": "x", "reason": "r"}])
 
 
@@ -182,7 +186,7 @@ def test_the_debug_variant_expects_what_patched_expects():
     rec = {"name": "jbof-yank", "variant": "debug", "status": "fail",
            "findings": [{"kind": "pciehp-state", "line": "pcieport 0000:05:01.0: pciehp: Timeout on hotplug "
                                                           "command 0x0000 (issued 1016 msec ago)"}]}
-    stock = yaml.safe_load((REPO / "kernel/expected-failures/stock.yml").read_text())
+    stock = lab_judge.load_expected(REPO / "kernel/expected-failures", 'stock')
     (r,) = lab_results.lab_apply_expected([rec], {"debug": patched, "stock": stock})
     assert r["status"] == "fail", "stock's known failure is no known failure of the patched tree"
 
@@ -190,9 +194,9 @@ def test_the_debug_variant_expects_what_patched_expects():
 def test_every_expected_failure_names_a_kind_and_jbof_concurrent_only_its_teardown_commands():
     import yaml
     for variant in ("stock", "patched", "distro", "debug"):
-        for e in yaml.safe_load((REPO / f"kernel/expected-failures/{variant}.yml").read_text()) or []:
+        for e in lab_judge.load_expected(REPO / "kernel/expected-failures", variant) or []:
             assert e.get("kind") and e.get("match") and e.get("reason"), (variant, e)
-    stock = yaml.safe_load((REPO / "kernel/expected-failures/stock.yml").read_text())
+    stock = lab_judge.load_expected(REPO / "kernel/expected-failures", 'stock')
     (conc,) = [e for e in stock if e["scenario"] == "jbof-concurrent"]
     line = "pcieport 0000:05:01.0: pciehp: Timeout on hotplug command 0x{} (issued 1016 msec ago)"
     rec = {"name": "jbof-concurrent", "status": "fail", "findings": [{"kind": "pciehp-state", "line": ""}]}
@@ -372,7 +376,7 @@ def test_stock_expects_free_irqs_msix_reads_and_nothing_else_of_a_removed_drive(
     pci_msi_mask_irq makes of removed drives, as run lightning-ab2 recorded
     them; a read from any other function still fails."""
     import yaml
-    stock = {"stock": yaml.safe_load((REPO / "kernel/expected-failures/stock.yml").read_text())}
+    stock = {"stock": lab_judge.load_expected(REPO / "kernel/expected-failures", 'stock')}
     ab2 = json.loads((REPO / "reference-results/lightning-ab2/summary.json").read_text())
     (rec,) = [r for r in ab2["scenarios"] if r["variant"] == "stock" and r["name"] == "disconnect-flag"]
     assert rec["status"] == "fail" and rec["findings"]
@@ -597,7 +601,7 @@ def test_stock_dpc_recovery_reads_are_expected_only_with_dpc():
     reads of removed drives, all known (xfail); the same reads in a run
     without lab_dpc, or a read from another function, still fail."""
     import yaml
-    stock = {"stock": yaml.safe_load((REPO / "kernel/expected-failures/stock.yml").read_text())}
+    stock = {"stock": lab_judge.load_expected(REPO / "kernel/expected-failures", 'stock')}
     run = json.loads((REPO / "reference-results/dpc-ab2/summary.json").read_text())
     recs = [r for r in run["scenarios"] if r["variant"] == "stock" and r["status"] == "fail"]
     assert sorted(r["name"] for r in recs) == ["bulk-surprise-removal", "dpc-surprise-down"]
@@ -632,7 +636,7 @@ def test_distro_list_on_a_real_run_of_debians_kernel():
     no entry swallows them), and the reads of removed drives it made
     without DPC are in no list: each a failure, as the run recorded."""
     import yaml
-    distro = {"distro": yaml.safe_load((REPO / "kernel/expected-failures/distro.yml").read_text())}
+    distro = {"distro": lab_judge.load_expected(REPO / "kernel/expected-failures", 'distro')}
     run = json.loads((REPO / "reference-results/distro-series1/summary.json").read_text())
     recorded = {r["name"]: r["status"] for r in run["scenarios"]}
     assert recorded == {"smoke": "pass", "bulk-surprise-removal": "fail", "aer-reset-storm": "fail",

@@ -12,7 +12,9 @@ import pytest
 from conftest import REPO, load_summary, playbook, remove_domain, tagged
 
 sys.path.insert(0, str(REPO / "lab/plugins/filter"))
+sys.path.insert(0, str(REPO / "lab/plugins"))
 import lab_jbof  # noqa: E402
+import lab_judge  # noqa: E402
 import lab_topology  # noqa: E402
 from ansible.errors import AnsibleFilterError  # noqa: E402
 
@@ -125,7 +127,11 @@ def test_switch_hotadd_answers_and_restart_failures():
     assert lab_jbof.lab_switch_hotadd({"skipped": True}, {"skipped": True})["upstream_port"] == "not tried"
     rep = lab_jbof.lab_jbof_iteration({"ok": True, "findings": []}, {"ok": False, "error": ["vm-start: timeout"]})
     assert not rep["ok"] and rep["findings"][0]["kind"] == "restart"
-    assert lab_jbof.lab_jbof_failed_iterations([{"ok": True}, {"ok": True}], [{"ok": True}, {"ok": False}]) == 1
+    # jbof-concurrent's two parts go to the judge as one list of reports (2 an iteration)
+    two = {"name": "jbof-concurrent"}
+    rec = lab_judge.judge_record(two, [{"ok": True}, {"ok": True}, {"ok": True}, {"ok": False, "findings": [
+        {"kind": "step", "line": "x"}]}], {"iterations": 4})
+    assert rec["status"] == "fail" and rec["failures"] == 1
     # a step failed only by the kernel-log gate is represented by the kernel's findings
     kernel = {"kind": "pciehp-state", "line": "pcieport 0000:0a:03.0: pciehp: Timeout on hotplug command 0x0000 (issued"}
     gate = {"ok": False, "steps": {"collect": {"checks": [{"name": "kernel-log-clean", "ok": False}],
@@ -134,7 +140,9 @@ def test_switch_hotadd_answers_and_restart_failures():
     assert lab_jbof.lab_jbof_iteration(gate, {"ok": True})["findings"] == [kernel]
     gate["steps"]["collect"]["checks"].append({"name": "slot-emptied", "ok": False})
     assert len(lab_jbof.lab_jbof_iteration(gate, {"ok": True})["findings"]) == 2
-    assert lab_jbof.lab_jbof_failed_iterations([{"ok": True}], []) == 1
+    # a part that never reported: no-data
+    rec = lab_judge.judge_record(two, [{"ok": True, "findings": []}], {"iterations": 2})
+    assert rec["status"] == "fail" and [f["kind"] for f in rec["findings"]] == ["no-data"]
 
 
 # ---- the three scenarios on a booted VM ------------------------------------

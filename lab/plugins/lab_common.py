@@ -28,22 +28,3 @@ def p50_max(values):
     if not values:
         return {"p50": None, "max": None, "n": 0}
     return {"p50": round(values[len(values) // 2], 3), "max": round(values[-1], 3), "n": len(values)}
-
-
-def add_findings(record, findings):
-    """The record with those findings it does not have yet (same kind, line
-    and time: a later scan that covered a window again finds the same
-    record) added; any new one fails it."""
-    rec = dict(record)
-    have = {(f.get("kind"), f.get("line"), f.get("time")) for f in rec.get("findings") or []}
-    new = []
-    for f in findings:
-        key = (f.get("kind"), f.get("line"), f.get("time"))
-        if key not in have:
-            have.add(key)
-            new.append(f)
-    if new:
-        rec["findings"] = list(rec.get("findings") or []) + new
-        rec["status"] = "fail"
-        rec["failures"] = max(int(rec.get("failures") or 0), 1)
-    return rec

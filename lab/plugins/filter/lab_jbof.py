@@ -168,13 +168,6 @@ def lab_orderly_results(result):
             for s in doc.get("slots", [])]
 
 
-def lab_jbof_failed_iterations(first, second):
-    """Iterations of a two-part scenario where a part failed or is missing."""
-    n = max(len(first), len(second))
-    return sum(1 for i in range(n) if not (i < len(first) and first[i].get("ok")
-                                          and i < len(second) and second[i].get("ok")))
-
-
 class FilterModule:
     def filters(self):
         return {
@@ -187,5 +180,4 @@ class FilterModule:
             "lab_jbof_expect": lab_jbof_expect,
             "lab_jbof_iteration": lab_jbof_iteration,
             "lab_orderly_results": lab_orderly_results,
-            "lab_jbof_failed_iterations": lab_jbof_failed_iterations,
         }

@@ -29,7 +29,7 @@ import sys
 
 # shared helpers, one copy (lab/plugins/lab_common.py)
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from lab_common import add_findings  # noqa: E402
+from lab_judge import add_findings  # noqa: E402
 
 LOOP_KIND = "rescan-loop"
 COUNTS = ("con_bounces", "contentions", "acq_bounces", "acquisitions")

@@ -10,7 +10,9 @@ from ansible.errors import AnsibleFilterError
 
 # shared helpers, one copy (lab/plugins/lab_common.py)
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from lab_common import add_findings, json_object, p50_max  # noqa: E402
+from lab_common import json_object, p50_max  # noqa: E402
+import lab_judge  # noqa: E402
+from lab_judge import add_findings  # noqa: E402
 
 
 def lab_probe_drive_args(slot_map):
@@ -76,17 +78,31 @@ def lab_removal_metrics(reports):
     phases = ["isr", "handled", "disconnected", "unbind_start", "unbound", "pci_removed",
               "blockdev_gone", "fio_error"]
     per_phase = {p: [] for p in phases}
-    last_gone, paused = [], []
-    for rep in reports:
+    last_gone, paused, drives, impossible = [], [], [], []
+    for i, rep in enumerate(reports, 1):
         collect = (rep.get("steps") or {}).get("collect") or {}
-        for slot in collect.get("slots", []):
-            if slot.get("expected_gone"):
-                for p in phases:
-                    per_phase[p].append((slot.get("ms") or {}).get(p))
+        yanked = [slot for slot in collect.get("slots", []) if slot.get("expected_gone")]
+        drives.append(len(yanked))
+        for slot in yanked:
+            for p in phases:
+                v = (slot.get("ms") or {}).get(p)
+                # every phase is measured from the first interrupt of the
+                # yank: one before it is not a time, it is a wrong clock or
+                # a wrong event, and is kept out of the data (the judge fails
+                # the record with it)
+                if v is not None and v < 0:
+                    impossible.append({"what": f"{p}_ms of slot {slot.get('slot')}", "value": v,
+                                       "why": "before the first pciehp interrupt it is measured from",
+                                       "iteration": i})
+                    v = None
+                per_phase[p].append(v)
         last_gone.append(collect.get("last_gone_ms"))
         yank = (rep.get("steps") or {}).get("yank") or {}
         paused.append(yank.get("paused_ms"))
     metrics = {f"{p}_ms": p50_max(v) for p, v in per_phase.items()}
+    # drives measured: the fewest yanked drives any iteration's collect reported
+    metrics["drives"] = min(drives) if drives else 0
+    metrics["impossible"] = impossible
     # what the guest's CPUs did in each yank's window (labprobe window.c)
     metrics["cpu_window"] = [((rep.get("steps") or {}).get("collect") or {}).get("cpu_window") for rep in reports]
     # every drive's figure, for the latency distribution plots (lab-report)
@@ -447,41 +463,12 @@ def lab_disconnect_judge(passes, runs):
 
 
 def lab_apply_expected(records, expected, profile=None):
-    """Marks failed records whose every finding is a known failure of the
-    kernel variant (kernel/expected-failures/<variant>.yml) as 'xfail'.
-    expected: that file's list, or {variant: list} for a run of several
-    variants (each record has its VM's variant). An entry matches a finding
-    of its scenario only when the finding is of the entry's kind and its line
-    matches the entry's regular expression: the same words from another
-    check, or a kernel-log line where a step failure is expected, still fail.
-    An entry with 'profile' (e.g. {lab_dpc: true}) applies only to a run
-    whose profile has those values."""
-    out = []
-    for rec in records:
-        rec = dict(rec)
-        known = expected.get(rec.get("variant"), []) if isinstance(expected, dict) else expected
-        entries = [e for e in known or [] if e.get("scenario") == rec.get("name")]
-        for e in entries:
-            if not e.get("kind") or not e.get("match"):
-                raise AnsibleFilterError(f"expected failure of {e.get('scenario')} needs both 'kind' (the "
-                                         f"finding's kind) and 'match' (a regular expression of its line): {e}")
-        entries = [e for e in entries
-                   if all((profile or {}).get(k) == v for k, v in (e.get("profile") or {}).items())]
-        findings = rec.get("findings") or []
-        if rec.get("status") == "fail" and entries and findings:
-            reasons = []
-            for f in findings:
-                hit = next((e for e in entries if e["kind"] == f.get("kind")
-                            and re.search(e["match"], f.get("line", ""))), None)
-                if not hit:
-                    reasons = None
-                    break
-                reasons.append(hit.get("reason", ""))
-            if reasons:
-                rec["status"] = "xfail"
-                rec["expected_failure"] = sorted(set(reasons))
-        out.append(rec)
-    return out
+    """The known failures of each kernel variant applied by the judge
+    (lab/plugins/lab_judge.py apply_expected)."""
+    try:
+        return lab_judge.apply_expected(records, expected, profile)
+    except lab_judge.JudgeError as e:
+        raise AnsibleFilterError(str(e)) from None
 
 
 def lab_accel_limits(accels, tcg_limit, kvm_limit):

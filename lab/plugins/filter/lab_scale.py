@@ -1,6 +1,12 @@
 """Many VMs in one run: what a VM lost on the way leaves in the results,
 and failures/iterations per scenario and kernel variant over all VMs."""
 
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from lab_judge import judge_record  # noqa: E402
+
 
 def _where(at):
     at = at or {}
@@ -60,17 +66,16 @@ def lab_vm_failure_records(failure, records, scenarios, iterations):
     for name in scenarios:
         if name in done:
             continue
+        base = {"name": name, "vm": failure["vm"], "variant": failure["variant"], "seconds": 0}
         if not reached and (failure.get("scenario") in (None, name)):
             reached = True
-            out.append({"name": name, "vm": failure["vm"], "variant": failure["variant"], "status": "fail",
-                        "iterations": int(iterations), "failures": 1, "seconds": 0, "metrics": {},
-                        "findings": [{"kind": "vm-failed",
-                                      "line": f"{failure['vm']} failed during {failure['where']}: {failure['reason']}",
-                                      "context": failure.get("console_panic", [])}]})
+            rec = judge_record(base, findings=[{
+                "kind": "vm-failed", "line": f"{failure['vm']} failed during {failure['where']}: {failure['reason']}",
+                "context": failure.get("console_panic", [])}])
+            rec["iterations"] = int(iterations)
+            out.append(rec)
         else:
-            out.append({"name": name, "vm": failure["vm"], "variant": failure["variant"], "status": "skip",
-                        "iterations": 0, "failures": 0, "seconds": 0, "metrics": {},
-                        "findings": [], "skipped": f"{failure['vm']} failed earlier ({failure['where']})"})
+            out.append(judge_record(base, skip=f"{failure['vm']} failed earlier ({failure['where']})"))
     return out
 
 
@@ -131,12 +136,14 @@ def lab_emulator_records(vm, variant, paths):
             continue
     if not lines:
         return []
-    return [{"name": "emulator", "vm": vm, "variant": variant, "status": "fail", "iterations": 1, "failures": 1,
-             "seconds": 0, "metrics": {"misdirected": len(lines)},
-             "findings": [{"kind": "emulator",
-                           "line": f"QEMU dispatched {len(lines)} I/O access(es) of {vm} to a region that does not "
-                                   f"cover it (tcg_io_misdirected): a write may have gone to another device",
-                           "context": lines[:20]}]}]
+    rec = judge_record({"name": "emulator", "vm": vm, "variant": variant, "seconds": 0},
+                       metrics={"misdirected": len(lines)},
+                       findings=[{"kind": "emulator",
+                                  "line": f"QEMU dispatched {len(lines)} I/O access(es) of {vm} to a region that "
+                                          f"does not cover it (tcg_io_misdirected): a write may have gone to "
+                                          f"another device", "context": lines[:20]}])
+    rec["iterations"] = 1
+    return [rec]
 
 
 class FilterModule:

@@ -294,6 +294,7 @@ def lab_quickswap_metrics(iterations, delays):
               if lab_quickswap_slower_guest(r)]
     return {"smallest_working_delay_ms": smallest, "delays_ms": delays, "per_delay": per,
             "largest_delay_outlived_ms": slower or None,
+            "swaps": len(outcomes),
             "ok": outcomes.count("ok"), "races": outcomes.count("race"), "errors": outcomes.count("error"),
             "clock": "host CLOCK_MONOTONIC from the resume after the yank to device_add"}
 
@@ -318,6 +319,26 @@ def lab_quickswap_iteration_ok(records, delays):
     largest = max(records, key=lambda r: r["delay_ms"])
     return all(r["outcome"] in ("ok", "race") for r in records) and (
         largest["outcome"] == "ok" or lab_quickswap_slower_guest(largest))
+
+
+def lab_quickswap_reports(iterations, delays):
+    """quick-swap's iteration reports for the judge: ok as
+    lab_quickswap_iteration_ok says, with the findings of every delay that
+    went wrong; a race of an iteration that passed is an observation (the
+    record keeps it, it fails nothing), of one that failed a finding. An
+    iteration that failed with nothing but races says why."""
+    out = []
+    for recs in iterations:
+        ok = lab_quickswap_iteration_ok(recs, delays)
+        found = [f for r in recs for f in r.get("findings", []) if not ok or f.get("kind") != "race"]
+        seen = [f for r in recs for f in r.get("findings", []) if ok and f.get("kind") == "race"]
+        if not ok and all(f.get("kind") == "race" for f in found):
+            found.append({"kind": "quick-swap", "context": [],
+                          "line": f"quick-swap: the largest delay ({max(int(d) for d in delays)} ms) did not "
+                                  f"work, and the guest's teardown was done before the add"
+                          if recs else "quick-swap: no delay ran"})
+        out.append({"ok": ok, "findings": found, "observations": seen})
+    return out
 
 
 # ---- storm -------------------------------------------------------------------
@@ -454,6 +475,7 @@ class FilterModule:
             "lab_quickswap_delay": lab_quickswap_delay,
             "lab_quickswap_metrics": lab_quickswap_metrics,
             "lab_quickswap_iteration_ok": lab_quickswap_iteration_ok,
+            "lab_quickswap_reports": lab_quickswap_reports,
             "lab_storm_report": lab_storm_report,
             "lab_storm_metrics": lab_storm_metrics,
             "lab_orderly_metrics": lab_orderly_metrics,

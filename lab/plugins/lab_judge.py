@@ -1,0 +1,384 @@
+"""The lab's one judge: every record's status is computed here, and only here.
+
+A scenario declares what it expects (playbooks/tasks/scenario-result.yml's
+`scenario_expect`); the scenario's checks (labprobe's, the filters that
+compare QEMU's view with the guest's, ...) only produce reports and
+findings. The judge turns those into a status:
+
+- `pass`: the record has every piece of data its declaration asks for and
+  no finding;
+- `skip`: the scenario declared why it could not run here (`skip`), and no
+  finding (a skipped scenario whose kernel-log window was not clean fails);
+- `fail`: any finding, of the checks or of the judge itself: `no-data` (a
+  report, a metric or a list the declaration promised is missing or
+  measured on fewer drives than the profile put there), `measurement` (a
+  value that cannot be true: before the event it is measured from, a
+  count above what the profile put there), `unexplained-failure` (a
+  report that failed and said not why);
+- `xfail`: a failed record whose every finding is a known failure of its
+  kernel variant (kernel/expected-failures/<variant>.yml).
+
+Whoever adds findings to a record later (the kernel-log window, the
+rescan loop, the results phase) calls add_findings(), which asks the judge
+again; nothing else writes a status. The run fails when any record fails,
+and when it has no record at all (run_status).
+
+A declaration (all keys optional):
+    iterations: N          the reports the profile asked for (exactly N)
+    measured: {PATH: N}    a metric that must hold at least N measured values:
+                           a list counts its numbers, a {p50, max, n} its n,
+                           a number or string counts 1; PATH is dotted
+    nonempty: [PATH]       a list the profile promised entries in
+    at_least: {PATH: N}    a count (a number, or a list's entries) below N is
+                           missing data: what the profile put there
+    at_most: {PATH: N}     a count that cannot exceed N (what the profile put
+                           there)
+    after_event: [PATH]    milliseconds after the event they are measured
+                           from: a negative one cannot be true
+Metrics producers flag what only they can tell is impossible in a list
+`impossible` ([{what, value, why, ...}], at any depth of the metrics):
+each is a `measurement` finding too, and the producer keeps the value out
+of its data (and so out of the plots).
+"""
+
+import re
+
+# kinds the judge itself gives (docs/results.md)
+NO_DATA = "no-data"
+MEASUREMENT = "measurement"
+UNEXPLAINED = "unexplained-failure"
+
+
+class JudgeError(ValueError):
+    """A declaration or expected-failure list the judge cannot use: a bug
+    of the lab, never a verdict."""
+
+
+def _finding(kind, line, context=None):
+    return {"kind": kind, "line": line, "context": list(context or [])}
+
+
+def resolve(metrics, path):
+    """metrics at a dotted PATH; None where any part is missing."""
+    value = metrics
+    for part in str(path).split("."):
+        if isinstance(value, dict) and part in value:
+            value = value[part]
+        elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
+            value = value[int(part)]
+        else:
+            return None
+    return value
+
+
+def _is_number(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def measured_count(value):
+    """How many measured values a metric holds (see the module's docstring)."""
+    if value is None:
+        return 0
+    if isinstance(value, list):
+        return sum(measured_count(v) if isinstance(v, (list, dict)) else (1 if _is_number(v) else 0)
+                   for v in value)
+    if isinstance(value, dict):
+        if "n" in value and _is_number(value["n"]):
+            return int(value["n"])
+        return sum(measured_count(v) for v in value.values())
+    return 1
+
+
+def _numbers(value, where):
+    """(where, number) for every number under value."""
+    if _is_number(value):
+        yield where, value
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from _numbers(v, f"{where}[{i}]")
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            if k != "n":
+                yield from _numbers(v, f"{where}.{k}")
+
+
+def _count(value):
+    """A count: a number as it is, a list's or a dict's entries; None when
+    it is neither."""
+    if isinstance(value, (list, dict)):
+        return len(value)
+    return value if _is_number(value) else None
+
+
+def _int(value, what):
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise JudgeError(f"scenario_expect.{what} must be a whole number, not {value!r}") from None
+
+
+def declaration_findings(name, expect, reports, metrics):
+    """The judge's own findings of a record: data missing (no-data) and
+    values that cannot be true (measurement)."""
+    expect = expect or {}
+    unknown = set(expect) - {"iterations", "measured", "nonempty", "at_least", "at_most", "after_event"}
+    if unknown:
+        raise JudgeError(f"scenario_expect of {name} has unknown keys {sorted(unknown)}")
+    metrics = metrics or {}
+    out = []
+    if "iterations" in expect and expect["iterations"] is not None:
+        want = _int(expect["iterations"], "iterations")
+        have = len(reports)
+        if have < want:
+            out.append(_finding(NO_DATA, f"{name}: {have} of {want} iteration reports (the rest never reported)"))
+        elif have > want:
+            out.append(_finding(MEASUREMENT, f"{name}: {have} iteration reports where the profile asked for {want}"))
+    for path, want in (expect.get("measured") or {}).items():
+        want = _int(want, f"measured.{path}")
+        have = measured_count(resolve(metrics, path))
+        if have < want:
+            out.append(_finding(NO_DATA, f"{name}: metric {path} measured {have} value(s), "
+                                         f"the profile put {want} there"))
+    for path in expect.get("nonempty") or []:
+        value = resolve(metrics, path)
+        if not value:
+            out.append(_finding(NO_DATA, f"{name}: {path} is empty where the profile promised entries"))
+    for path, least in (expect.get("at_least") or {}).items():
+        least = _int(least, f"at_least.{path}")
+        count = _count(resolve(metrics, path))
+        if count is None or count < least:
+            out.append(_finding(NO_DATA, f"{name}: {path} is {'missing' if count is None else count}, "
+                                         f"the profile put {least} there"))
+    for path, most in (expect.get("at_most") or {}).items():
+        most = _int(most, f"at_most.{path}")
+        count = _count(resolve(metrics, path))
+        if count is not None and count > most:
+            out.append(_finding(MEASUREMENT, f"{name}: {path} is {count}, more than the {most} the profile put there"))
+    for path in expect.get("after_event") or []:
+        for where, v in _numbers(resolve(metrics, path), path):
+            if v < 0:
+                out.append(_finding(MEASUREMENT, f"{name}: {where} = {v} ms, before the event it is measured from"))
+    for bad in _impossible(metrics):
+        what = bad.get("what", "a value")
+        out.append(_finding(MEASUREMENT, f"{name}: {what} = {bad.get('value')}: {bad.get('why', 'cannot be true')}",
+                            [f"{k}: {v}" for k, v in sorted(bad.items()) if k not in ("what", "value", "why")]))
+    return out
+
+
+def _impossible(value):
+    """Every entry of every `impossible` list in the metrics, at any depth
+    (a scenario may nest another's metrics)."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if k == "impossible" and isinstance(v, list):
+                yield from (b for b in v if isinstance(b, dict))
+            else:
+                yield from _impossible(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _impossible(v)
+
+
+def _report_failed(rep):
+    return not rep.get("ok", False) or bool(rep.get("findings"))
+
+
+def verdict(record):
+    """The status of a record from its findings and whether it was skipped
+    (expected failures: apply_expected)."""
+    if record.get("findings"):
+        return "fail"
+    return "skip" if record.get("skip") else "pass"
+
+
+def judge_record(base, reports=None, expect=None, metrics=None, findings=None, skip=None, observations=None):
+    """A scenario's record: base (name, vm, variant, seconds) with its
+    status, iterations, failures, metrics and findings. reports: the
+    iteration reports ({ok, findings, ...}); findings: the scenario's own
+    beyond its reports'; skip: why the scenario could not run here (a
+    record that also has findings fails); observations: what it saw that
+    fails nothing (kept in the record as they are)."""
+    name = base.get("name", "?")
+    reports = [r for r in (reports or []) if isinstance(r, dict)]
+    metrics = metrics if isinstance(metrics, dict) else {}
+    found = list(findings or [])
+    for i, rep in enumerate(reports, 1):
+        own = list(rep.get("findings") or [])
+        found += own
+        if not rep.get("ok", False) and not own:
+            found.append(_finding(UNEXPLAINED, f"{name} iteration {i} failed, and nothing it ran said why"))
+    found += declaration_findings(name, expect, reports, metrics)
+    rec = dict(base)
+    rec.update({"iterations": len(reports), "metrics": metrics, "findings": found})
+    if skip:
+        rec["skip"] = str(skip)
+    if observations:
+        rec["observations"] = list(observations)
+    failed = sum(1 for r in reports if _report_failed(r))
+    rec["status"] = verdict(rec)
+    rec["failures"] = max(failed, 1) if rec["status"] == "fail" else 0
+    return rec
+
+
+def add_findings(record, findings):
+    """The record with those findings it does not have yet (same kind, line
+    and time: a later scan that covered a window again finds the same
+    record) added, judged again: any new one fails it."""
+    rec = dict(record)
+    have = {(f.get("kind"), f.get("line"), f.get("time")) for f in rec.get("findings") or []}
+    new = []
+    for f in findings or []:
+        key = (f.get("kind"), f.get("line"), f.get("time"))
+        if key not in have:
+            have.add(key)
+            new.append(f)
+    if new:
+        rec["findings"] = list(rec.get("findings") or []) + new
+        rec["status"] = verdict(rec)
+        rec["failures"] = max(int(rec.get("failures") or 0), 1)
+    return rec
+
+
+PLACEHOLDER = re.compile(r"\$\{([a-zA-Z0-9_.]+)\}")
+ENTRY_KEYS = {"scenario", "kind", "match", "context", "reason", "profile", "scope"}
+
+
+def check_entry(e, where="expected failure"):
+    """An expected-failure entry the judge can use: its scenario, the
+    finding's kind, a regular expression of the finding's line (`match`)
+    and optionally one that a line of the finding's context must match
+    (`context`); it names the slot, port or device it may match through a
+    ${PATH} of the record's metrics (`${slot}`), or says in `scope` why it
+    cannot. Raises JudgeError naming what to fix."""
+    if not isinstance(e, dict):
+        raise JudgeError(f"{where}: an entry is a mapping, not {e!r}")
+    unknown = set(e) - ENTRY_KEYS
+    if unknown:
+        raise JudgeError(f"{where} of {e.get('scenario')}: unknown keys {sorted(unknown)}")
+    if not e.get("scenario") or not e.get("kind") or not e.get("match"):
+        raise JudgeError(f"expected failure of {e.get('scenario')} needs 'scenario', 'kind' (the "
+                         f"finding's kind) and 'match' (a regular expression of its line): {e}")
+    if e["kind"] in (NO_DATA, MEASUREMENT, UNEXPLAINED):
+        raise JudgeError(f"expected failure of {e.get('scenario')}: a '{e['kind']}' finding is the "
+                         f"judge's own and is never expected: {e}")
+    if not e["match"].startswith("^") or not e["match"].endswith("$"):
+        raise JudgeError(f"expected failure of {e['scenario']} ({e['kind']}): 'match' must be anchored "
+                         f"(^...$): a prefix would take any line that starts alike: {e['match']!r}")
+    named = PLACEHOLDER.search(e["match"] + e.get("context", ""))
+    if not named and not e.get("scope"):
+        raise JudgeError(f"expected failure of {e['scenario']} ({e['kind']}): name the slot, port or device it "
+                         f"may match (${{PATH}} of the record's metrics, e.g. ${{slot}}) or say in 'scope' why "
+                         f"it cannot")
+    for key in ("match", "context"):
+        if e.get(key):
+            try:
+                re.compile(PLACEHOLDER.sub("x", e[key]))
+            except re.error as err:
+                raise JudgeError(f"expected failure of {e['scenario']}: {key} is no regular expression "
+                                 f"({err}): {e[key]!r}") from None
+    return e
+
+
+def load_expected(directory, variant):
+    """kernel/expected-failures/<variant>.yml as a checked list: a file is a
+    list of entries, or {inherit: VARIANT, entries: [...]} for the entries
+    of another variant's file followed by its own."""
+    import os
+
+    import yaml
+
+    seen = []
+    entries = []
+    name = variant
+    while name is not None:
+        if name in seen:
+            raise JudgeError(f"expected failures: {' -> '.join(seen + [name])} inherit in a circle")
+        seen.append(name)
+        path = os.path.join(directory, f"{name}.yml")
+        try:
+            with open(path) as f:
+                data = yaml.safe_load(f)
+        except OSError as err:
+            raise JudgeError(f"expected failures of {variant}: cannot read {path}: {err}") from None
+        if isinstance(data, dict):
+            if set(data) - {"inherit", "entries"}:
+                raise JudgeError(f"{path}: a mapping takes 'inherit' and 'entries' only")
+            own, name = data.get("entries") or [], data.get("inherit")
+        else:
+            own, name = data or [], None
+        entries = [check_entry(e, path) for e in own] + entries
+    return entries
+
+
+def _fill(pattern, metrics):
+    """The pattern with each ${PATH} replaced by the record's metric there
+    (escaped); None when a metric it names is missing."""
+    missing = []
+
+    def value(m):
+        v = resolve(metrics or {}, m.group(1))
+        if v is None or isinstance(v, (dict, list)):
+            missing.append(m.group(1))
+            return ""
+        return re.escape(str(v))
+    out = PLACEHOLDER.sub(value, pattern)
+    return None if missing else out
+
+
+def entry_matches(e, finding, metrics):
+    """Whether an expected-failure entry takes this finding of a record
+    with these metrics."""
+    if e["kind"] != finding.get("kind"):
+        return False
+    match = _fill(e["match"], metrics)
+    if match is None or not re.search(match, finding.get("line", "")):
+        return False
+    if e.get("context"):
+        ctx = _fill(e["context"], metrics)
+        return ctx is not None and any(re.search(ctx, c) for c in finding.get("context") or [])
+    return True
+
+
+def apply_expected(records, expected, profile=None):
+    """Marks failed records whose every finding is a known failure of the
+    kernel variant (kernel/expected-failures/<variant>.yml, load_expected)
+    as 'xfail'. expected: that list, or {variant: list} for a run of several
+    variants (each record has its VM's variant). An entry (check_entry)
+    matches a finding of its scenario only when the finding is of the
+    entry's kind, its line matches the entry's anchored expression with the
+    record's own slot, port or device filled in, and (with `context`) a line
+    of its context matches too: the same words from another check, another
+    slot, or a kernel-log line where a step failure is expected, still fail.
+    A finding of the judge's own (no-data, measurement) is never expected.
+    An entry with 'profile' (e.g. {lab_dpc: true}) applies only to a run
+    whose profile has those values."""
+    out = []
+    for rec in records:
+        rec = dict(rec)
+        known = expected.get(rec.get("variant"), []) if isinstance(expected, dict) else expected
+        entries = [check_entry(e) for e in known or [] if e.get("scenario") == rec.get("name")]
+        entries = [e for e in entries
+                   if all((profile or {}).get(k) == v for k, v in (e.get("profile") or {}).items())]
+        findings = rec.get("findings") or []
+        rec["status"] = verdict(rec)
+        if rec["status"] == "fail" and entries:
+            reasons = []
+            for f in findings:
+                hit = next((e for e in entries if entry_matches(e, f, rec.get("metrics"))), None)
+                if not hit:
+                    reasons = None
+                    break
+                reasons.append(hit.get("reason", ""))
+            if reasons:
+                rec["status"] = "xfail"
+                rec["expected_failure"] = sorted(set(reasons))
+        out.append(rec)
+    return out
+
+
+def run_status(records):
+    """A run passes when it has at least one record and none failed."""
+    records = list(records or [])
+    if not records:
+        return "fail"
+    return "fail" if any(r.get("status") == "fail" for r in records) else "pass"
