@@ -55,7 +55,7 @@ def test_killed_run_then_rerun_converges():
         run_dir = REPO / "results" / RUN_ID
         s = load_summary(run_dir / "summary.json")
         assert s["status"] == "pass" and s["vm_failures"] == []
-        assert [(x["name"], x["vm"]) for x in s["scenarios"]] == [("smoke", vms[0])]
+        assert [(x["name"], x["vm"]) for x in s["scenarios"]] == [("smoke", vms[0]), ("kernel-log", vms[0])]
         # nothing of the dead run in the directory: no second VM, no storm
         assert sorted(p.name for p in run_dir.iterdir() if p.is_dir() and p.name.startswith(PREFIX)) == [vms[0]]
         assert not (run_dir / vms[0] / "watchdog.json").exists()

@@ -19,7 +19,8 @@ def scenarios_in_tests(tests=REPO / "tests", scenarios=REPO / "playbooks/scenari
     for name in BOOTING:
         path = tests / name
         text = path.read_text() if path.exists() else ""
-        for body in re.findall(r'"lab_scenarios":\s*\[([^\]]*)\]', text):
+        # a run's list: {"lab_scenarios": [...]}, or a module's NAME_SCENARIOS = [...] it passes
+        for body in re.findall(r'(?:"lab_scenarios":\s*|^[A-Z_]*SCENARIOS\s*=\s*)\[([^\]]*)\]', text, re.M):
             found |= set(re.findall(r'"([a-z0-9-]+)"', body))
     # a header's `ci: lab_vm` puts the scenario into the lab VM's run (conftest)
     return found | set(header_ci_scenarios(scenarios=scenarios))

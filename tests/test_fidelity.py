@@ -18,7 +18,7 @@ import sys
 
 import pytest
 
-from conftest import REPO, booted_vm, hpslot, run, tagged, virsh
+from conftest import REPO, booted_vm, hpslot, load_summary, playbook, run, tagged, virsh
 
 sys.path.insert(0, str(REPO / "lab" / "plugins" / "filter"))
 import lab_absent  # noqa: E402
@@ -30,25 +30,29 @@ PROPS = {"x-dllsc": "false", "x-surprise-removal": "false", "x-completion-timeou
          "x-attn-button": "true", "x-pm": "false", "x-dpc": "false", "x-power-off-keeps-card": "false"}
 
 
+FIDELITY_PREFIX = tagged("pciehp-test-fid")
+# pcie_port_pm=force: Linux runtime-suspends the empty hotplug ports,
+# into D3hot with x-pm, so every hot-add into an empty slot is woken by PME
+FIDELITY_SCENARIOS = ["smoke", "bulk-surprise-removal", "dpc-surprise-down", "pme-runtime-suspend",
+                      "disconnect-flag", "bar-squeeze"]
+FIDELITY_PROFILE = ("lab_platform=fidelity", "lab_slots=6", "lab_drives=4",
+                    f"lab_completion_timeout_us={TIMEOUT_US}", "lab_guest_cmdline_extra=pcie_port_pm=force",
+                    "lab_dpc=true",
+                    # bar-squeeze: every BAR below 4 GiB; the second add is
+                    # where 6.1 without 0017 releases a bound neighbour's window
+                    "lab_pci_hole64_mib=0", "lab_bar_squeeze_iterations=2",
+                    # a host shared with other VMs boots TCG guests slowly; a
+                    # guest that never comes up still fails
+                    "lab_boot_timeout=900",
+                    # disconnect-flag at its smallest: 1 and 4 drives at one timeout, both flags
+                    {"lab_disconnect_sizes": [1, 4], "lab_disconnect_timeouts_us": [TIMEOUT_US],
+                     "lab_disconnect_flags": ["marked", "unmarked"]})
+
+
 @pytest.fixture(scope="session")
 def fidelity_vm():
-    # pcie_port_pm=force: Linux runtime-suspends the empty hotplug ports,
-    # into D3hot with x-pm, so every hot-add into an empty slot is woken by PME
-    yield from booted_vm(tagged("pciehp-test-fid"), tagged("test-fidelity-vm"), "the fidelity VM",
-                         "lab_platform=fidelity", "lab_slots=6", "lab_drives=4",
-                         f"lab_completion_timeout_us={TIMEOUT_US}", "lab_guest_cmdline_extra=pcie_port_pm=force",
-                         "lab_dpc=true",
-                         # bar-squeeze: every BAR below 4 GiB; the second add is
-                         # where 6.1 without 0017 releases a bound neighbour's window
-                         "lab_pci_hole64_mib=0", "lab_bar_squeeze_iterations=2",
-                         # a host shared with other VMs boots TCG guests slowly; a
-                         # guest that never comes up still fails
-                         "lab_boot_timeout=900",
-                         {"lab_scenarios": ["smoke", "bulk-surprise-removal", "dpc-surprise-down",
-                                            "pme-runtime-suspend", "disconnect-flag", "bar-squeeze"],
-                          # disconnect-flag at its smallest: 1 and 4 drives at one timeout, both flags
-                          "lab_disconnect_sizes": [1, 4], "lab_disconnect_timeouts_us": [TIMEOUT_US],
-                          "lab_disconnect_flags": ["marked", "unmarked"]})
+    yield from booted_vm(FIDELITY_PREFIX, tagged("test-fidelity-vm"), "the fidelity VM", *FIDELITY_PROFILE,
+                         {"lab_scenarios": FIDELITY_SCENARIOS})
 
 
 def emulator():
@@ -422,3 +426,24 @@ def test_the_tcg_race_table_matches_its_result_files():
     summary = json.loads((REPO / "reference-results/tcg-race3/summary.json").read_text())
     (emu,) = [r for r in summary["scenarios"] if r["name"] == "emulator"]
     assert emu["status"] == "fail" and emu["metrics"]["misdirected"] == trace.count("tcg_io_misdirected")
+
+
+# ---- last: the fidelity VM's scenarios again, each with its canary ---------
+
+def test_every_fidelity_scenario_fails_with_its_canary_alone(fidelity_vm):
+    """The kernel-log gate proven on this platform too (tests/test_canary.py
+    check_canary_run): the VM's scenarios run again on it as the tests above
+    left it (lab_rerun: no new boot), each with a canary at the place this
+    run's seed draws, and each must fail with it alone. smoke is left out:
+    it expects the drives' boot serials, which bulk-surprise-removal's
+    re-adds changed (it runs with its canary on the lab VM). Runs last:
+    it changes the VM the tests above look at."""
+    from test_canary import check_canary_run
+    scenarios = [n for n in FIDELITY_SCENARIOS if n != "smoke"]
+    run_id = tagged("test-fidelity-canary")
+    r = playbook("lab_name_prefix=" + FIDELITY_PREFIX, *FIDELITY_PROFILE, {"lab_scenarios": scenarios},
+                 "lab_keep_vms=true", "lab_rerun=true", "lab_canary=true", "lab_run_id=" + run_id)
+    summary = REPO / "results" / run_id / "summary.json"
+    assert summary.is_file(), "no summary.json:\n" + r.stdout[-6000:] + r.stderr[-2000:]
+    assert r.returncode != 0, "the run passed with a canary in every scenario"
+    print("\n".join(check_canary_run(load_summary(summary), scenarios)))

@@ -413,7 +413,7 @@ def test_log_window_adds_what_only_the_close_found_and_fails_the_record():
     r = lab_results.lab_log_window_merge(rec, *_window_steps([]))
     assert r["status"] == "pass" and r["findings"] == []
     assert r["log_window"] == {"since_seq": 12, "scans": 3, "unscanned_records": 40, "restarted": False,
-                               "lockdep": [None, None]}
+                               "lockdep": [None, None], "chained": None, "covered": None}
     r = lab_results.lab_log_window_merge(rec, *_window_steps([warn]))
     assert r["status"] == "fail" and r["failures"] == 1 and r["findings"] == [warn]
     had = dict(rec, status="fail", failures=1, findings=[bug])

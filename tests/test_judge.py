@@ -352,3 +352,30 @@ def test_distro_inherits_stock():
     stock = lab_judge.load_expected(REPO / "kernel/expected-failures", "stock")
     assert lab_judge.load_expected(REPO / "kernel/expected-failures", "distro") == stock
     assert yaml.safe_load((REPO / "kernel/expected-failures/distro.yml").read_text())["inherit"] == "stock"
+
+
+# ---- every kernel record in exactly one window ------------------------------
+
+def test_log_coverage_counts_records_outside_and_in_two_windows():
+    """Chained windows cover a boot from its first record; a window that
+    began later than the previous closed leaves records outside, two that
+    overlap count them twice: each a log-coverage finding."""
+    w = [{"boot_id": "a", "after_seq": 0, "from_boot": True, "last_seq": 10},
+         {"boot_id": "a", "after_seq": 10, "from_boot": False, "last_seq": 20}]
+    cov = lab_results.lab_log_coverage(w)
+    assert cov == {"records": 21, "in_windows": 21, "outside_windows": 0, "overlap": 0, "boots": 1}
+    assert lab_results.lab_log_coverage_findings(cov) == []
+    gap = lab_results.lab_log_coverage([w[0], dict(w[1], after_seq=14)])
+    assert gap["outside_windows"] == 4
+    assert [f["kind"] for f in lab_results.lab_log_coverage_findings(gap)] == ["log-coverage"]
+    two = lab_results.lab_log_coverage([w[0], dict(w[1], after_seq=5)])
+    assert two["overlap"] == 5 and "more than one window" in lab_results.lab_log_coverage_findings(two)[0]["line"]
+    # a window that does not start at the boot: what is before it is outside
+    late = lab_results.lab_log_coverage([dict(w[1])])
+    assert late["outside_windows"] == 11
+    # ... unless the VM booted before this run (lab_rerun)
+    assert lab_results.lab_log_coverage([dict(w[1])], from_boot=False)["outside_windows"] == 0
+    # a restart: each boot counted on its own
+    both = lab_results.lab_log_coverage(w + [{"boot_id": "b", "after_seq": 0, "from_boot": True, "last_seq": 3}])
+    assert both["records"] == 25 and both["outside_windows"] == 0 and both["boots"] == 2
+    assert lab_results.lab_log_coverage_findings(lab_results.lab_log_coverage([]))[0]["kind"] == "log-coverage"

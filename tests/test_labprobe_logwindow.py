@@ -55,24 +55,69 @@ def lines(rep):
 
 def test_end_scans_only_what_no_scan_covered(labprobe, tmp_path):
     g = Guest(labprobe, tmp_path)
-    g.log("Linux version 6.1.0-labtest", "WARNING: CPU: 0 PID: 1 at boot.c:1 before the window")
+    g.log("Linux version 6.1.0-labtest", "WARNING: CPU: 0 PID: 1 at boot.c:1 at boot")
+    # the boot's first window starts at its first record: the boot is in it
     rc, start, _ = g.probe("log-window", "start")
-    assert rc == 0 and start["since_seq"] == 2 and start["boot_id"] == "boot-1"
+    assert rc == 0 and start["since_seq"] == 0 and start["chained"] is False and start["boot_id"] == "boot-1"
     # a collect's window (arm at seq 2): it finds the BUG, a finding of its own
     g.log("pcieport 0000:00:01.0: pciehp: Slot(1): Card not present", "BUG: unable to handle page fault")
     rc, rep, _ = g.probe("findings", "--since-seq", "2")
     assert rc == 1 and lines(rep) == ["BUG: unable to handle page fault"]
     # the re-add and verify after it: nobody scans these
     g.log("nvme nvme0: pci function 0000:01:00.0", "WARNING: CPU: 1 PID: 77 at drivers/nvme/host/core.c:1")
-    rc, end, _ = g.probe("log-window", "end", "--since-seq", "2", "--boot-id", "boot-1")
-    # the unscanned WARNING, not the BUG the collect had, not the one before the window
-    assert rc == 1 and lines(end) == ["WARNING: CPU: 1 PID: 77 at drivers/nvme/host/core.c:1"]
-    assert end["unscanned_records"] == 2 and end["scans"] == 1 and end["restarted"] is False
-    # the window is closed: a later scan is not noted, an end of nothing new is clean
+    rc, end, _ = g.probe("log-window", "end", "--since-seq", "0", "--boot-id", "boot-1")
+    # the unscanned WARNINGs (the boot's and the re-add's), not the BUG the collect had
+    assert rc == 1 and lines(end) == ["WARNING: CPU: 0 PID: 1 at boot.c:1 at boot",
+                                      "WARNING: CPU: 1 PID: 77 at drivers/nvme/host/core.c:1"]
+    assert end["unscanned_records"] == 4 and end["scans"] == 1 and end["restarted"] is False
+    assert end["covered"] == {"boot_id": "boot-1", "after_seq": 0, "from_boot": True, "last_seq": 6}
+    # the window is closed: a later scan is not noted, and the next window
+    # starts where this one closed
     rc, _, _ = g.probe("findings", "--since-seq", "6")
     rc, start, _ = g.probe("log-window", "start")
+    assert start["since_seq"] == 6 and start["chained"] is True
     rc, end, _ = g.probe("log-window", "end", "--since-seq", str(start["since_seq"]), "--boot-id", "boot-1")
     assert rc == 0 and end["findings"] == [] and end["unscanned_records"] == 0
+
+
+def test_records_between_two_windows_are_the_next_windows(labprobe, tmp_path):
+    """What the lab does between two scenarios (a module loaded, a VM
+    checked) is judged in the next scenario's window; what follows the last
+    one in the run's own window (after): every record in exactly one."""
+    g = Guest(labprobe, tmp_path)
+    g.log("Linux version 6.1.0-labtest")
+    rc, start, _ = g.probe("log-window", "start")
+    rc, end, _ = g.probe("log-window", "end", "--since-seq", str(start["since_seq"]), "--boot-id", "boot-1")
+    assert rc == 0 and end["covered"]["last_seq"] == 1
+    g.log("WARNING: CPU: 0 PID: 9 at lib/x.c:1 between the windows")
+    rc, start, _ = g.probe("log-window", "start")
+    assert start["since_seq"] == 1
+    g.log("nvme nvme0: 4/0/0 default/read/poll queues")
+    rc, end, _ = g.probe("log-window", "end", "--since-seq", str(start["since_seq"]), "--boot-id", "boot-1")
+    assert rc == 1 and lines(end) == ["WARNING: CPU: 0 PID: 9 at lib/x.c:1 between the windows"]
+    assert end["covered"] == {"boot_id": "boot-1", "after_seq": 1, "from_boot": False, "last_seq": 3}
+    g.log("BUG: kernel NULL pointer dereference, address: 0000000000000008")
+    rc, rest, _ = g.probe("log-window", "after")
+    assert rc == 1 and lines(rest) == ["BUG: kernel NULL pointer dereference, address: 0000000000000008"]
+    assert rest["covered"] == {"boot_id": "boot-1", "after_seq": 3, "from_boot": False, "last_seq": 4}
+    rc, rest, _ = g.probe("log-window", "after")
+    assert rc == 0 and rest["findings"] == [] and rest["covered"]["after_seq"] == 4
+    # a new boot's first window starts at its first record
+    g.reboot()
+    g.log("Linux version 6.1.0-labtest", "WARNING: CPU: 0 PID: 1 at boot.c:1 at boot")
+    rc, start, _ = g.probe("log-window", "start")
+    assert start["since_seq"] == 0 and start["chained"] is False and start["boot_id"] == "boot-2"
+
+
+def test_a_canary_armed_for_scan_0_is_written_at_the_start(labprobe, tmp_path):
+    g = Guest(labprobe, tmp_path)
+    g.log("Linux version 6.1.0-labtest")
+    rc, start, _ = g.probe("log-window", "start", "--canary", "0", "--token", "smoke-0")
+    assert rc == 0 and start["canary_at_scan"] == 0
+    rc, end, _ = g.probe("log-window", "end", "--since-seq", str(start["since_seq"]), "--boot-id", "boot-1",
+                         "--token", "smoke-0")
+    assert rc == 1 and end["canary"]["fired_at"] == "start"
+    assert lines(end) == [end["canary"]["line"]]
 
 
 @pytest.mark.parametrize("stats, state", [
@@ -188,10 +233,10 @@ def test_provoked_canary_without_the_module_is_not_fired(labprobe, tmp_path):
     (["start", "--canary", "1", "--token", "t", "--provoke", "oops"], "--provoke: lockdep, kasan or sleep-in-atomic"),
     (["start", "--provoke", "kasan"], "--provoke needs --canary and --token"),
     (["end", "--since-seq", "3", "--boot-id", "b", "--provoke", "kasan"], "--provoke needs --token"),
-    (["start", "--canary", "0", "--token", "t"], "--canary"),
+    (["start", "--canary", "-1", "--token", "t"], "--canary"),
     (["start", "--token", "a b", "--canary", "1"], "--token"),
     (["end", "--since-seq", "3"], "needs --since-seq and --boot-id"),
-    (["middle"], "log-window start | end"),
+    (["middle"], "log-window start | end | after"),
 ])
 def test_bad_arguments_name_what_to_fix(labprobe, tmp_path, args, needle):
     g = Guest(labprobe, tmp_path)

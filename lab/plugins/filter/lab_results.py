@@ -542,11 +542,72 @@ def lab_log_window_merge(record, start, end, canary_at=None):
                     f"{en.get('error') or 'no finding said why'}", "context": []})
     rec["log_window"] = {"since_seq": (st or {}).get("since_seq"), "scans": en.get("scans"),
                          "unscanned_records": en.get("unscanned_records"), "restarted": en.get("restarted"),
-                         "lockdep": [(st or {}).get("lockdep"), en.get("lockdep")]}
-    if canary_at:
+                         "lockdep": [(st or {}).get("lockdep"), en.get("lockdep")],
+                         # the records of the VM's log this window covered (lab_log_coverage)
+                         "chained": (st or {}).get("chained"), "covered": en.get("covered")}
+    if canary_at is not None and str(canary_at) != "":
         rec["log_window"]["canary"] = dict(en.get("canary") or {}, at_scan=int(canary_at))
     new += _lockdep_off_findings(st or {}, en, list(rec.get("findings") or []) + new + list(en.get("findings") or []))
     return add_findings(rec, new + list(en.get("findings") or []))
+
+
+def lab_log_coverage(covered, from_boot=True):
+    """Which records of a VM's kernel log the run's windows covered: covered
+    is each window's `covered` (labprobe log-window end and after: boot id,
+    after_seq, from_boot, last_seq), a window covering the records of its
+    boot after after_seq (from its first record with from_boot) up to
+    last_seq. A boot's records are those from its first (from_boot: the
+    VM booted in this run; else, a lab_rerun, from the first record a
+    window of this run began after) to the last any window saw; a boot's
+    records after its last window that a restart erased are not known and
+    not counted. {records, in_windows, outside_windows, boots}: outside
+    is what no window covered, overlap what more than one did."""
+    boots = {}
+    for c in covered or []:
+        if not isinstance(c, dict) or c.get("last_seq") is None:
+            continue
+        first = 0 if c.get("from_boot") else int(c.get("after_seq") or 0) + 1
+        boots.setdefault(c.get("boot_id"), []).append((first, int(c["last_seq"])))
+    out = {"records": 0, "in_windows": 0, "outside_windows": 0, "overlap": 0, "boots": len(boots)}
+    for ranges in boots.values():
+        lo = 0 if from_boot else min(a for a, _ in ranges)
+        hi = max(b for _, b in ranges)
+        seen, count = set(), 0
+        for a, b in ranges:
+            span = set(range(max(a, lo), b + 1))
+            count += len(span)
+            seen |= span
+        out["records"] += hi - lo + 1 if hi >= lo else 0
+        out["in_windows"] += len(seen)
+        out["overlap"] += count - len(seen)
+    out["outside_windows"] = out["records"] - out["in_windows"]
+    return out
+
+
+def lab_vm_log_coverage(vm, records):
+    """summary.json log_coverage of one VM: its kernel-log record's, None
+    when the VM never got there (lost, or failed to boot: its records say
+    why)."""
+    for r in records or []:
+        if r.get("name") == "kernel-log" and r.get("vm") == vm:
+            return (r.get("metrics") or {}).get("log_coverage")
+    return None
+
+
+def lab_log_coverage_findings(coverage):
+    """A finding when records of the VM's log were in no window, or in more
+    than one: each record belongs to exactly one scanned window."""
+    out = []
+    if coverage.get("outside_windows"):
+        out.append({"kind": "log-coverage", "context": [json.dumps(coverage, sort_keys=True)],
+                    "line": f"{coverage['outside_windows']} of {coverage['records']} kernel log record(s) "
+                            f"were in no scanned window"})
+    if coverage.get("overlap"):
+        out.append({"kind": "log-coverage", "context": [json.dumps(coverage, sort_keys=True)],
+                    "line": f"{coverage['overlap']} kernel log record(s) were in more than one window"})
+    if not coverage.get("records"):
+        out.append({"kind": "log-coverage", "context": [], "line": "no window covered any kernel log record"})
+    return out
 
 
 def _lockdep_off_findings(start, end, findings):
@@ -590,6 +651,9 @@ class FilterModule:
             "lab_disconnect_judge": lab_disconnect_judge,
             "lab_apply_expected": lab_apply_expected,
             "lab_log_window_merge": lab_log_window_merge,
+            "lab_log_coverage": lab_log_coverage,
+            "lab_log_coverage_findings": lab_log_coverage_findings,
+            "lab_vm_log_coverage": lab_vm_log_coverage,
             "lab_perf_profile": lab_perf_profile,
             "lab_scenario_seconds": lab_scenario_seconds,
             "lab_format_phase": lab_format_phase,

@@ -22,7 +22,7 @@ static const struct {
 	{ "view", cmd_view, "--slots N,... [--since-seq SEQ] [--expect SLOT=SERIAL|SLOT=empty,...] [--timeout S] [--log [LINES]]" },
 	{ "rescan-loop", cmd_rescan_loop, "start [--interval-ms N] [--keep-lock-stat] | stop [--timeout S] [--class NAME]..." },
 	{ "lockstat", cmd_lockstat, "[--reset] [CLASS...]" },
-	{ "log-window", cmd_log_window, "start [--canary K --token T] | end --since-seq SEQ --boot-id ID [--token T]" },
+	{ "log-window", cmd_log_window, "start [--canary K --token T] | end --since-seq SEQ --boot-id ID [--token T] | after" },
 };
 
 static void usage(FILE *f)

@@ -2,9 +2,20 @@
  *
  *   labprobe log-window start [--canary K --token T [--provoke KIND]]
  *   labprobe log-window end --since-seq SEQ --boot-id ID [--token T [--provoke KIND]]
+ *   labprobe log-window after
  *
- * start prints the log's last sequence number and the boot id, and forgets
- * the scans of an earlier window. From then on every scan of the log
+ * Windows are chained: a window starts where the previous one of the same
+ * boot closed (the state "closed"), or at the boot's first record, so that
+ * every record from boot to the last close belongs to exactly one window:
+ * the records between two scenarios, and the boot's, are the next
+ * window's. after is the run's own last window: it scans every record from
+ * the last close to now and closes there (the run's teardown follows).
+ * end and after print what they covered ("covered": the boot, the first
+ * and last sequence number; from 0 when the window began at the boot).
+ *
+ * start prints the sequence number the window starts after (0: the boot's
+ * first record on) and the boot id, and forgets the scans of an earlier
+ * window. From then on every scan of the log
  * (findings_scan: collect, view --since-seq, smoke, rescan-loop stop, ...)
  * notes the records it covered. end scans, with the same patterns, every
  * record after SEQ that no scan covered (the re-add, verify and restore
@@ -18,8 +29,10 @@
  * The canary: start --canary K --token T makes the K-th scan of the window
  * first write a WARNING-shaped line with T into the kernel log (through
  * /dev/kmsg, as user space can; the gate does not look at the facility),
- * so the scan finds it in its own window. A scenario that makes fewer
- * than K scans has it written by end (fired_at "end"). end --token T
+ * so the scan finds it in its own window; K 0 writes it at start, among
+ * the records between the previous window and the scenario's first step
+ * (fired_at "start"). A scenario that makes fewer than K scans has it
+ * written by end (fired_at "end"). end --token T
  * reports where the canary was written, and whether it was: a scenario
  * run with the canary must fail with that finding and no other.
  *
@@ -68,6 +81,44 @@ static int scans_so_far(void)
 	if (f)
 		fclose(f);
 	return n;
+}
+
+/* Where the previous window of this boot closed ("BOOTID SEQ" in the state
+ * "closed"): the next window starts after SEQ; 0 (the boot's first record
+ * on) when no window of this boot closed yet. */
+static unsigned long long chained_since(const char *bid, bool *chained)
+{
+	char path[300], line[200], b[64];
+	unsigned long long seq;
+
+	*chained = false;
+	state_path(path, sizeof(path), "closed");
+	if (read_line(path, line, sizeof(line)) || sscanf(line, "%63s %llu", b, &seq) != 2 || strcmp(b, bid))
+		return 0;
+	*chained = true;
+	return seq;
+}
+
+static void close_at(const char *bid, unsigned long long seq)
+{
+	char path[300], rec[100];
+
+	snprintf(rec, sizeof(rec), "%s %llu\n", bid, seq);
+	state_path(path, sizeof(path), "closed");
+	write_str(path, rec);
+}
+
+/* What a window covered, for the run's log_coverage: every record of boot
+ * bid after from (from 0: from its first record) up to last */
+static struct json_object *covered_json(const char *bid, unsigned long long from, unsigned long long last)
+{
+	struct json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "boot_id", json_object_new_string(bid));
+	json_object_object_add(o, "after_seq", json_object_new_uint64(from));
+	json_object_object_add(o, "from_boot", json_object_new_boolean(from == 0));
+	json_object_object_add(o, "last_seq", json_object_new_uint64(last));
+	return o;
 }
 
 /* The reports lab_provoke can provoke: the finding kinds of findings.c */
@@ -182,11 +233,14 @@ void log_window_before_scan(void)
 
 	if (!canary_pending(&k, token, sizeof(token), kind, sizeof(kind)))
 		return;
-	scan = scans_so_far() + 1;
+	scan = k == 0 ? 0 : scans_so_far() + 1;
 	if (scan < k)
 		return;
 	if (canary_write(token, kind) == 0) {
-		snprintf(at, sizeof(at), "scan-%d", scan);
+		if (scan)
+			snprintf(at, sizeof(at), "scan-%d", scan);
+		else
+			scopy(at, sizeof(at), "start");
 		canary_fired(token, at);
 	}
 }
@@ -242,13 +296,15 @@ static int start(int argc, char **argv, struct json_object *out)
 	char path[300], bid[64];
 	const char *token = NULL, *kind = NULL;
 	int canary = 0, opt;
-	struct json_object *seq;
+	bool canary_given = false, chained;
+	unsigned long long since;
 
 	while ((opt = next_opt(argc, argv, opts, false)) != -1) {
 		switch (opt) {
 		case OPT_CANARY:
-			if (parse_int_opt("--canary", optarg, 1, 1000, &canary))
+			if (parse_int_opt("--canary", optarg, 0, 1000, &canary))
 				return 2;
+			canary_given = true;
 			break;
 		case OPT_TOKEN:
 			token = optarg;
@@ -268,11 +324,11 @@ static int start(int argc, char **argv, struct json_object *out)
 			return 2;
 		}
 	}
-	if (!canary != !token) {
+	if (!canary_given != !token) {
 		arg_error("--canary and --token go together");
 		return 2;
 	}
-	if (kind && !canary) {
+	if (kind && !canary_given) {
 		arg_error("--provoke needs --canary and --token");
 		return 2;
 	}
@@ -290,7 +346,7 @@ static int start(int argc, char **argv, struct json_object *out)
 		json_object_object_add(out, "error", json_object_new_string("cannot open the window"));
 		return 1;
 	}
-	if (canary) {
+	if (canary_given) {
 		FILE *f;
 
 		state_path(path, sizeof(path), "canary");
@@ -303,12 +359,20 @@ static int start(int argc, char **argv, struct json_object *out)
 		if (kind)
 			json_object_object_add(out, "canary_provoke", json_object_new_string(kind));
 	}
-	seq = kmsg_last_seq_json();
+	/* the log must be readable for the window to mean anything */
+	if (!kmsg_last_seq_json()) {
+		json_object_object_add(out, "error", json_object_new_string("the kernel log cannot be read"));
+		return 1;
+	}
 	boot_id(bid, sizeof(bid));
-	json_object_object_add(out, "since_seq", seq);
+	since = chained_since(bid, &chained);
+	if (canary_given && canary == 0)
+		log_window_before_scan();
+	json_object_object_add(out, "since_seq", json_object_new_uint64(since));
+	json_object_object_add(out, "chained", json_object_new_boolean(chained));
 	json_object_object_add(out, "boot_id", json_object_new_string(bid));
 	json_object_object_add(out, "lockdep", lockdep_state_json());
-	return seq ? 0 : 1;
+	return 0;
 }
 
 static int end(int argc, char **argv, struct json_object *out)
@@ -390,6 +454,16 @@ static int end(int argc, char **argv, struct json_object *out)
 	findings = findings_scan_unscanned(restarted ? 0 : (unsigned long long)since,
 					   (const unsigned long long (*)[2])r, nr, 8, out);
 	free(r);
+	{
+		struct json_object *last;
+		unsigned long long to = json_object_object_get_ex(out, "last_seq", &last) ?
+					(unsigned long long)json_object_get_uint64(last) : 0;
+
+		/* the next window starts here */
+		close_at(bid, to);
+		json_object_object_add(out, "covered",
+				       covered_json(bid, restarted ? 0 : (unsigned long long)since, to));
+	}
 	json_object_object_add(out, "restarted", json_object_new_boolean(restarted));
 	json_object_object_add(out, "scans", json_object_new_int(nr));
 	json_object_object_add(out, "lockdep", lockdep_state_json());
@@ -412,14 +486,39 @@ bad:
 	return 2;
 }
 
-/* argv[0] "log-window", argv[1] the action: start() and end() get argv
- * from the action on (their getopt_long's argv[0]) */
+/* The run's own last window: from the last close of this boot (or its
+ * first record) to now, every record scanned; closes there. */
+static int after(int argc, char **argv, struct json_object *out)
+{
+	static const struct option opts[] = { { NULL, 0, NULL, 0 } };
+	char bid[64];
+	unsigned long long since, to;
+	bool chained;
+	struct json_object *findings, *last;
+
+	if (next_opt(argc, argv, opts, false) != -1)
+		return 2;
+	boot_id(bid, sizeof(bid));
+	since = chained_since(bid, &chained);
+	findings = findings_scan_unscanned(since, NULL, 0, 8, out);
+	to = json_object_object_get_ex(out, "last_seq", &last) ? (unsigned long long)json_object_get_uint64(last) : 0;
+	close_at(bid, to);
+	json_object_object_add(out, "chained", json_object_new_boolean(chained));
+	json_object_object_add(out, "covered", covered_json(bid, since, to));
+	json_object_object_add(out, "findings", findings);
+	return json_object_array_length(findings) ? 1 : 0;
+}
+
+/* argv[0] "log-window", argv[1] the action: start(), end() and after() get
+ * argv from the action on (their getopt_long's argv[0]) */
 int cmd_log_window(int argc, char **argv, struct json_object *out)
 {
 	if (argc >= 2 && !strcmp(argv[1], "start"))
 		return start(argc - 1, argv + 1, out);
 	if (argc >= 2 && !strcmp(argv[1], "end"))
 		return end(argc - 1, argv + 1, out);
-	arg_error("log-window start | end");
+	if (argc >= 2 && !strcmp(argv[1], "after"))
+		return after(argc - 1, argv + 1, out);
+	arg_error("log-window start | end | after");
 	return 2;
 }
