@@ -11,6 +11,7 @@ Every check raises AnsibleFilterError with a message that starts with
 "profile field <name>" and says what to fix.
 """
 
+import copy
 import difflib
 import os
 import re
@@ -37,14 +38,23 @@ SYSTEM_DIRS = {
 TRUE, FALSE = ("true", "yes", "on", "1"), ("false", "no", "off", "0")
 
 
-def load_schema(path=SCHEMA_PATH):
-    with open(path, encoding="utf-8") as f:
-        return yaml.safe_load(f)
+_schemas = {}
+
+
+def load_schema(path=None):
+    """The declaration (lab/profile.yml, or a copy a test names), read once
+    a process: every reader of a range, choice or default shares it, so
+    nothing changes it."""
+    path = os.path.abspath(path or SCHEMA_PATH)
+    if path not in _schemas:
+        with open(path, encoding="utf-8") as f:
+            _schemas[path] = yaml.safe_load(f)
+    return _schemas[path]
 
 
 def lab_profile_schema(_unused=None):
     """The declaration, for playbooks (``{{ none | lab_profile_schema }}``)."""
-    return load_schema()
+    return copy.deepcopy(load_schema())
 
 
 def _fail(name, value, what):

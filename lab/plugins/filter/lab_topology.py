@@ -8,26 +8,33 @@ produces; nothing else computes addresses.
 
 import os
 import re
+import sys
 
-import yaml
 from ansible.errors import AnsibleFilterError
 
-# the kernel variants are lab_kernel_variant's choices in the profile's
-# declaration (lab/profile.yml, which says what each is), listed only there
-with open(os.path.join(os.path.dirname(__file__), "..", "..", "profile.yml"), encoding="utf-8") as _f:
-    KERNEL_VARIANTS = tuple(yaml.safe_load(_f)["variables"]["lab_kernel_variant"]["choices"])
+# the profile's declaration and its checks (lab_profile.py, beside this file)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from lab_profile import check_value, load_schema  # noqa: E402
+
+# Every range, choice and default of a profile field is the declaration's
+# (lab/profile.yml, which says what each is), listed only there.
+VARIABLES = load_schema()["variables"]
+DEFAULTS = {name: spec.get("default") for name, spec in VARIABLES.items()}
+KERNEL_VARIANTS = tuple(VARIABLES["lab_kernel_variant"]["choices"])
 # the variants a user's path makes, and the profile field that gives it
 OWN_KERNELS = {"tree": "lab_kernel_tree", "image": "lab_kernel_image"}
-PLATFORMS = ("stock", "fidelity")
+PLATFORMS = tuple(VARIABLES["lab_platform"]["choices"])
 # ACPI firmware of the root ports: plain is QEMU's own DSDT; thunderbolt adds
 # an SSDT (domains/acpi/thunderbolt-port.asl.j2) to the slots it names.
-FIRMWARES = ("plain", "thunderbolt")
+FIRMWARES = tuple(VARIABLES["lab_firmware"]["choices"])
 
 # pcie.0 device numbers that can hold root ports: 0x00 is the host bridge,
 # 0x01 holds the lab's own virtio functions, 0x1f is the ICH9 LPC/SATA/SMBus.
 PORT_DEVICES = list(range(0x02, 0x1F))
 FUNCTIONS_PER_DEVICE = 8
-MAX_SLOTS = len(PORT_DEVICES) * FUNCTIONS_PER_DEVICE
+# root ports pcie.0 can address: a VM's slots and one a JBOF share them
+ROOT_PORTS = len(PORT_DEVICES) * FUNCTIONS_PER_DEVICE
+MAX_SLOTS = VARIABLES["lab_slots"]["max"]
 
 # The guest's own devices on 00:01.x (multifunction).
 SYSTEM_DEVICE = 0x01
@@ -38,9 +45,14 @@ SYSTEM_DEVICE = 0x01
 # (the root port: yanking it pulls the whole enclosure) and
 # j*JBOF_SLOT_BASE + k for downstream port k, so that every physical slot
 # number (/sys/bus/pci/slots/<n>) stays unique in the VM.
+# The declared maxima keep to the hardware (tests/test_profile.py): JBOFs
+# such that MAX_JBOFS * 1000 + MAX_JBOF_SLOTS stays inside the 13-bit slot
+# number, and downstream ports on devices 0..31 of the switch's bus.
 JBOF_SLOT_BASE = 1000
-MAX_JBOFS = 8                # 8 * 1000 + 32 stays inside the 13-bit slot number
-MAX_JBOF_SLOTS = 32          # downstream ports take devices 0..31 on the switch's bus
+MAX_JBOFS = VARIABLES["lab_jbofs"]["max"]
+MAX_JBOF_SLOTS = VARIABLES["lab_jbof_slots"]["max"]
+# chassis numbers are 8 bits: JBOF j takes lab_chassis + j
+MAX_CHASSIS = VARIABLES["lab_chassis"]["max"]
 # libvirt numbers PCI controllers 0..255 and every bridge needs its own bus:
 # pcie.0, one bus a root port, and a JBOF's upstream and downstream ports.
 MAX_CONTROLLER_INDEX = 255
@@ -151,74 +163,55 @@ def _check_requires(scenarios, requires, p, drive_numbers, firmware_slots):
                 f"-e '{{\"lab_firmware_slots\":[2,3]}}'")
 
 
-def _bool(profile, field, default):
-    value = profile.get(field, default)
-    if isinstance(value, str) and value.lower() in ("true", "false", "yes", "no"):
-        value = value.lower() in ("true", "yes")
-    if not isinstance(value, bool):
-        raise AnsibleFilterError(f"profile field {field}={value!r} must be true or false")
-    return value
-
-
-def _int(profile, field, minimum, maximum=None):
-    value = profile.get(field)
-    try:
-        number = int(value)
-    except (TypeError, ValueError):
-        raise AnsibleFilterError(f"profile field {field}={value!r} is not a whole number")
-    if isinstance(value, bool) or str(value).strip() != str(number):
-        raise AnsibleFilterError(f"profile field {field}={value!r} is not a whole number")
-    if number < minimum:
-        raise AnsibleFilterError(f"profile field {field}={number} must be at least {minimum}")
-    if maximum is not None and number > maximum:
-        raise AnsibleFilterError(f"profile field {field}={number} is more than the topology "
-                                 f"can address (at most {maximum})")
-    return number
+def _field(p, name):
+    """p's value of a declared int, bool or choice field, checked against
+    its declaration (lab_profile_check has done so in a run; a test or tool
+    may hand the profile straight here)."""
+    return check_value(name, p[name], VARIABLES[name])
 
 
 def lab_validate_profile(profile, known_scenarios):
-    """Return the effective profile, or fail naming the field that is wrong."""
-    p = dict(profile)
-    vms = _int(p, "lab_vms", 1, 64)
-    jbofs = _int(p, "lab_jbofs", 0, MAX_JBOFS) if "lab_jbofs" in p else 0
-    jbof_slots = _int(p, "lab_jbof_slots", 1, MAX_JBOF_SLOTS) if jbofs else 0
-    jbof_drives = _int(p, "lab_jbof_drives", 0) if jbofs else 0
+    """Return the effective profile, or fail naming the field that is wrong.
+    A field not given (a test's or tool's partial profile) has its declared
+    default."""
+    p = {**DEFAULTS, **profile}
+    vms = _field(p, "lab_vms")
+    jbofs = _field(p, "lab_jbofs")
+    jbof_slots = _field(p, "lab_jbof_slots") if jbofs else 0
+    jbof_drives = _field(p, "lab_jbof_drives") if jbofs else 0
     if jbof_drives > jbof_slots:
         raise AnsibleFilterError(f"profile field lab_jbof_drives={jbof_drives} is more than "
                                  f"lab_jbof_slots={jbof_slots}: every drive needs its own downstream port")
+    slots = _field(p, "lab_slots")
     # a VM may have no root-port slot of its own when its drives are all in JBOFs
-    slots = _int(p, "lab_slots", 0 if jbofs else 1, MAX_SLOTS - jbofs)
-    drives = _int(p, "lab_drives", 0)
+    if not slots and not jbofs:
+        raise AnsibleFilterError("profile field lab_slots=0 leaves the VM without a slot: 0 only with JBOFs "
+                                 "(lab_jbofs)")
+    if slots + jbofs > ROOT_PORTS:
+        raise AnsibleFilterError(f"profile field lab_slots={slots} is more than the topology can address: "
+                                 f"with lab_jbofs={jbofs}, at most {ROOT_PORTS - jbofs}")
+    drives = _field(p, "lab_drives")
     if drives > slots:
         raise AnsibleFilterError(f"profile field lab_drives={drives} is more than "
                                  f"lab_slots={slots}: every drive needs its own slot")
-    iterations = _int(p, "lab_iterations", 1)
-    chassis = _int(p, "lab_chassis", 0, 255)
-    variant = p.get("lab_kernel_variant")
-    if variant not in KERNEL_VARIANTS:
-        raise AnsibleFilterError(f"profile field lab_kernel_variant={variant!r} is unknown: "
-                                 f"use one of {', '.join(KERNEL_VARIANTS)}")
+    iterations = _field(p, "lab_iterations")
+    chassis = _field(p, "lab_chassis")
+    variant = _field(p, "lab_kernel_variant")
     variants = _variants(p.get("lab_kernel_variants"), vms) or [variant]
     variants = _own_kernel_variants(p, variants, bool(p.get("lab_kernel_variants")))
     variant = variants[0]
-    if p.get("lab_kernel_quick") and "tree" not in variants:
+    if _field(p, "lab_kernel_quick") and "tree" not in variants:
         raise AnsibleFilterError("profile field lab_kernel_quick=true needs lab_kernel_tree: it builds that tree's "
                                  "bzImage only")
     image_release = _bzimage_release(p["lab_kernel_image"]) if "image" in variants else ""
-    platform = p.get("lab_platform", "stock")
-    if platform not in PLATFORMS:
-        raise AnsibleFilterError(f"profile field lab_platform={platform!r} is unknown: "
-                                 f"use one of {', '.join(PLATFORMS)}")
-    # fidelity platform: the emulated completion timeout, at most 1 s
-    timeout_us = _int({"lab_completion_timeout_us": p.get("lab_completion_timeout_us", 0)},
-                      "lab_completion_timeout_us", 0)
-    if timeout_us > 1000000:
-        raise AnsibleFilterError(f"profile field lab_completion_timeout_us={timeout_us} is more "
-                                 f"than 1000000 (1 s); the spec's default range ends at 50000")
+    platform = _field(p, "lab_platform")
+    # fidelity platform: the emulated completion timeout (the declaration's
+    # range ends at 1 s; the spec's default range ends at 50000 us)
+    timeout_us = _field(p, "lab_completion_timeout_us")
     # what a field needs of another (lab_dpc needs lab_platform=fidelity, ...)
     # is declared in lab/profile.yml and checked by lab_profile_check
-    button = _bool(p, "lab_attention_button", True)
-    dpc = _bool(p, "lab_dpc", False)
+    button = _field(p, "lab_attention_button")
+    dpc = _field(p, "lab_dpc")
     scenarios = p.get("lab_scenarios")
     if isinstance(scenarios, str):
         scenarios = [s.strip() for s in scenarios.split(",") if s.strip()]
@@ -234,7 +227,8 @@ def lab_validate_profile(profile, known_scenarios):
     if not isinstance(numbers, list) or len(numbers) != slots:
         raise AnsibleFilterError(f"profile field lab_slot_numbers must list exactly "
                                  f"lab_slots={slots} physical slot numbers")
-    numbers = [_int({"lab_slot_numbers": n}, "lab_slot_numbers", 0, 8191) for n in numbers]
+    numbers = [check_value(f"lab_slot_numbers[{i}]", n, VARIABLES["lab_slot_numbers"]["item"])
+               for i, n in enumerate(numbers)]
     seen = set()
     for n in numbers:
         if n in seen:
@@ -249,9 +243,9 @@ def lab_validate_profile(profile, known_scenarios):
                 f"profile fields lab_slots={slots}, lab_jbofs={jbofs}, lab_jbof_slots={jbof_slots} "
                 f"need {controllers} PCI buses (one a root port, upstream and downstream port); "
                 f"the topology has {MAX_CONTROLLER_INDEX}: use fewer JBOFs or slots")
-        if chassis + jbofs > 255:
+        if chassis + jbofs > MAX_CHASSIS:
             raise AnsibleFilterError(f"profile field lab_chassis={chassis} leaves no chassis number for "
-                                     f"{jbofs} JBOF(s) (JBOF j is chassis lab_chassis + j, at most 255)")
+                                     f"{jbofs} JBOF(s) (JBOF j is chassis lab_chassis + j, at most {MAX_CHASSIS})")
         clash = sorted(n for n in numbers if n >= JBOF_SLOT_BASE and n // JBOF_SLOT_BASE <= jbofs
                        and n % JBOF_SLOT_BASE <= jbof_slots)
         if clash:
@@ -265,11 +259,10 @@ def lab_validate_profile(profile, known_scenarios):
     _check_requires(scenarios, requires,
                     {**p, "lab_attention_button": button, "lab_dpc": dpc, "lab_jbofs": jbofs,
                      "lab_jbof_drives": jbof_drives, "lab_firmware": firmware, "lab_slots": slots,
-                     "lab_pci_hole64_mib": int(p.get("lab_pci_hole64_mib", -1))},
+                     "lab_pci_hole64_mib": _field(p, "lab_pci_hole64_mib")},
                     numbers[:drives], firmware_slots)
-    aer_errors = p.get("lab_aer_errors", [])
-    if not isinstance(aer_errors, list) or not all(
-            isinstance(e, str) and re.fullmatch(r"[A-Z][A-Z0-9_]*|0x[0-9a-fA-F]{1,8}", e) for e in aer_errors):
+    aer_errors, pattern = p["lab_aer_errors"], VARIABLES["lab_aer_errors"]["item"]["pattern"]
+    if not isinstance(aer_errors, list) or not all(isinstance(e, str) and re.fullmatch(pattern, e) for e in aer_errors):
         raise AnsibleFilterError(f"profile field lab_aer_errors={aer_errors!r} must list QEMU "
                                  f"pcie_aer_inject_error names (COMP_TIME, SDN, ...) or 0xSTATUS values")
     p.update(lab_vms=vms, lab_slots=slots, lab_drives=drives, lab_iterations=iterations,
@@ -285,11 +278,8 @@ def _firmware(p, numbers):
     """lab_firmware and the physical slots that get it. QEMU's DSDT names
     only function-0 devices on pcie.0, so only their ports can carry the
     thunderbolt objects; an empty lab_firmware_slots means all of those."""
-    firmware = p.get("lab_firmware", "plain")
-    if firmware not in FIRMWARES:
-        raise AnsibleFilterError(f"profile field lab_firmware={firmware!r} is unknown: "
-                                 f"use one of {', '.join(FIRMWARES)}")
-    chosen = p.get("lab_firmware_slots") or []
+    firmware = _field(p, "lab_firmware")
+    chosen = p["lab_firmware_slots"] or []
     if isinstance(chosen, str):
         chosen = [x.strip() for x in chosen.split(",") if x.strip()]
     if not isinstance(chosen, list):
@@ -303,7 +293,8 @@ def _firmware(p, numbers):
     named = [n for i, n in enumerate(numbers) if _port_address(i)[1] == 0]
     if not chosen:
         return firmware, named
-    chosen = [_int({"lab_firmware_slots": n}, "lab_firmware_slots", 0, 8191) for n in chosen]
+    chosen = [check_value(f"lab_firmware_slots[{i}]", n, VARIABLES["lab_firmware_slots"]["item"])
+              for i, n in enumerate(chosen)]
     for n in chosen:
         if n not in numbers:
             raise AnsibleFilterError(f"profile field lab_firmware_slots names slot {n}, which is not "
