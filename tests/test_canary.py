@@ -1,6 +1,6 @@
 """The kernel-log gate proven to fire (lab_canary): with it, labprobe
 writes a marked WARNING line into each scenario's kernel-log window, at a
-place drawn from the run's canary seed (summary.json canary_seed, drawn
+place drawn from the run's canary seed (summary.json canary.seed, drawn
 anew each run), the VM and the scenario: the window's start (among the
 records between the previous window and the scenario's first step), one
 of its scans, or its close; every scenario CI runs must then fail, with
@@ -38,8 +38,8 @@ def check_canary_run(summary, scenarios):
     """Every scenario failed with the canary as its only kernel finding, at
     the place the run's seed drew; the run's own last window (kernel-log)
     and the log's coverage are clean. Returns the table of places."""
-    seed = summary["canary_seed"]
-    assert isinstance(seed, int), summary.get("canary_seed")
+    seed = summary["canary"]["seed"]
+    assert isinstance(seed, int), summary.get("canary")
     recs = {r["name"]: r for r in summary["scenarios"] if r["name"] != "kernel-log"}
     assert sorted(recs) == sorted(scenarios), sorted(recs)
     table = []
