@@ -379,3 +379,20 @@ def test_log_coverage_counts_records_outside_and_in_two_windows():
     both = lab_results.lab_log_coverage(w + [{"boot_id": "b", "after_seq": 0, "from_boot": True, "last_seq": 3}])
     assert both["records"] == 25 and both["outside_windows"] == 0 and both["boots"] == 2
     assert lab_results.lab_log_coverage_findings(lab_results.lab_log_coverage([]))[0]["kind"] == "log-coverage"
+
+
+def test_a_clock_that_goes_back_is_a_measurement_finding():
+    """A removal phase before the phase that causes it (the driver's unbind
+    returning before it began, the pci_dev removed before the IRQ thread
+    handled the slot) cannot be true: the slot's timeline is kept out of the
+    data and the record fails naming the values."""
+    good = {"isr": 0.0, "handled": 1.0, "disconnected": 2.0, "unbind_start": 3.0, "unbound": 9.0,
+            "pci_removed": 12.0, "fio_error": 20.0}
+    back = dict(good, unbound=2.5)
+    m = lab_results.lab_removal_metrics([_collect([good, back])])
+    assert m["unbound_ms"]["n"] == 1 and m["samples_ms"]["pci_removed"] == [12.0]
+    (bad,) = m["impossible"]
+    assert bad["what"] == "slot 2: unbound_ms 2.5 before unbind_start_ms" and bad["value"] == 3.0
+    rec = lab_judge.judge_record(BASE, [OK], {"iterations": 1}, m)
+    assert kinds(rec) == ["measurement"] and "the clock went back" in rec["findings"][0]["line"]
+    assert lab_results.lab_removal_metrics([_collect([good, good])])["impossible"] == []

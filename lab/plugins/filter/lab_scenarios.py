@@ -10,10 +10,8 @@ import sys
 # shared helpers, one copy (lab/plugins/lab_common.py)
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from lab_common import json_object, p50_max  # noqa: E402
-
-
-def _tail(text, n=20):
-    return [line for line in str(text or "").strip().splitlines() if line][-n:]
+# an iteration's report from its steps: the judge's (lab/plugins/lab_judge.py)
+from lab_judge import _step_finding, lab_layout_and_steps, lab_step, lab_steps_report  # noqa: E402,F401
 
 
 def lab_storm_seed(seed, run_id, vm_index):
@@ -93,78 +91,6 @@ def lab_view_vs_qemu(view_stdout, status_stdout, slots):
         elif not g.get("bound") or not g.get("namespace"):
             out.append({"slot": slot, "qemu": q, "guest": seen, "why": "drive not bound or no namespace"})
     return out
-
-
-def lab_step(result, name):
-    """One step's registered result as a report: name, rc, ok, its JSON."""
-    if result is None or result.get("skipped"):
-        return {"name": name, "ran": False, "ok": False, "rc": None, "report": None, "stderr": []}
-    rc = result.get("rc")
-    return {"name": name, "ran": True, "ok": rc == 0, "rc": rc, "report": json_object(result.get("stdout", "")),
-            "stderr": _tail(result.get("stderr", ""), 10), "stdout_tail": _tail(result.get("stdout", ""), 3)}
-
-
-def _step_finding(step, kind="step"):
-    """A failed step as a finding: its failed checks, else its error/stderr."""
-    rep = step.get("report") or {}
-    lines = [f"{c['name']}: {c['detail']}" for c in rep.get("checks", []) if not c.get("ok")]
-    errors = [rep["error"]] if rep.get("error") else []
-    errors += rep.get("errors", [])
-    if not step.get("ran"):
-        return {"kind": kind, "step": step["name"], "line": f"{step['name']}: not run (an earlier step failed)",
-                "context": []}
-    context = (lines + errors or step.get("stderr") or step.get("stdout_tail") or [])[:40]
-    log = rep.get("log") or []
-    if log:
-        context = context + ["kernel log since the scenario's start (tail):"] + log[-40:]
-    # the failed checks' names in the line: expected failures match on it
-    names = ", ".join(c["name"] for c in rep.get("checks", []) if not c.get("ok"))
-    return {"kind": kind, "step": step["name"],
-            "line": f"{step['name']} failed (exit {step.get('rc')})" + (f": {names}" if names else ""),
-            "context": context}
-
-
-def lab_steps_report(results, names):
-    """An iteration from its steps (None/skipped allowed for steps that need
-    not run: pass them as {'skipped': True, 'optional': True}); ok when
-    every step that ran exited 0; failed steps become findings (a step not
-    run after a failed one too), and so do the kernel log findings labprobe
-    reported and a slot hpslot's yank left behind (leftover)."""
-    steps, findings, ok = {}, [], True
-    for name, r in zip(names, results):
-        if r is not None and r.get("optional") and r.get("skipped"):
-            steps[name] = None
-            continue
-        st = lab_step(r, name)
-        steps[name] = st["report"]
-        if not st["ok"]:
-            ok = False
-            findings.append(_step_finding(st))
-        findings += (st["report"] or {}).get("findings", [])
-        findings += _leftover_findings(name, st["report"])
-    return {"ok": ok and not findings, "steps": steps, "findings": findings}
-
-
-def _leftover_findings(name, report):
-    """hpslot remove: a device the yank did not remove (QEMU kept it and
-    hpslot deleted it with device_del) was not surprise-removed."""
-    return [{"kind": "leftover", "line": f"{name}: slot {slot.get('slot')}: the yank left "
-             f"its device in QEMU ({slot['leftover']}): not a surprise removal",
-             "context": [json.dumps(slot, sort_keys=True)[:1000]]}
-            for slot in (report or {}).get("slots") or []
-            if isinstance(slot, dict) and slot.get("leftover") not in (None, "none")]
-
-
-def lab_layout_and_steps(layout, results, names):
-    """An iteration that began with slot-layout-restore.yml: its steps'
-    report, failed also when the layout could not be restored."""
-    rep = lab_steps_report(results, names)
-    if layout is not None and not layout.get("ok", True):
-        rep["ok"] = False
-        rep["findings"] = [{"kind": "layout", "line": "the boot layout could not be restored before the iteration",
-                            "context": []}] + layout.get("findings", []) + rep["findings"]
-    rep["layout"] = {k: (layout or {}).get(k) for k in ("changed", "extra", "missing", "ok")}
-    return rep
 
 
 def lab_orderly_report(layout, view0, remove, gone, add, back, cancel, kept):
