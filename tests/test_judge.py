@@ -396,3 +396,29 @@ def test_a_clock_that_goes_back_is_a_measurement_finding():
     rec = lab_judge.judge_record(BASE, [OK], {"iterations": 1}, m)
     assert kinds(rec) == ["measurement"] and "the clock went back" in rec["findings"][0]["line"]
     assert lab_results.lab_removal_metrics([_collect([good, good])])["impossible"] == []
+
+
+def test_the_windows_close_finds_again_what_a_caller_kept_or_observed():
+    """The log window's close reports every finding of the window: one the
+    record has (same kind, line, time) or keeps as an observation is not
+    new; one a caller dropped comes back and fails the record."""
+    warn = {"kind": "warning", "line": "WARNING: CPU: 0 PID: 1 at x.c:1", "context": [], "time": 12.5}
+    hung = {"kind": "hung-task", "line": "INFO: task irq/24-pciehp:44 blocked for more than 10 seconds.",
+            "context": [], "time": 30.0}
+    rec = lab_judge.judge_record(BASE, [{"ok": False, "findings": [warn]}], {"iterations": 1},
+                                 observations=[hung])
+    again = lab_judge.add_findings(rec, [dict(warn, context=["other"]), hung])
+    assert again["findings"] == [warn] and again["observations"] == [hung]
+    dropped = lab_judge.judge_record(BASE, [OK], {"iterations": 1})
+    assert lab_judge.add_findings(dropped, [warn])["status"] == "fail"
+
+
+def test_disconnect_flags_unmarked_symptom_is_an_observation():
+    hung = {"kind": "hung-task", "line": "INFO: task irq/24-pciehp:44 blocked for more than 10 seconds.",
+            "context": []}
+    step = {"kind": "step", "line": "collect failed (exit 1): kernel-log-clean", "context": []}
+    rep = {"ok": False, "findings": [step, hung], "steps": {}}
+    out = lab_results.lab_disconnect_judge({"50000": {"unmarked": [rep], "marked": [dict(rep)]}}, [32])
+    unmarked, marked = out["reports"]
+    assert unmarked["ok"] and unmarked["findings"] == [] and unmarked["observations"] == [step, hung]
+    assert not marked["ok"] and marked["findings"] == [step, hung]

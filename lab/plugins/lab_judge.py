@@ -310,9 +310,12 @@ def judge_record(base, reports=None, expect=None, metrics=None, findings=None, s
 def add_findings(record, findings):
     """The record with those findings it does not have yet (same kind, line
     and time: a later scan that covered a window again finds the same
-    record) added, judged again: any new one fails it."""
+    record; the log window's close finds all of them again) added, judged
+    again: any new one fails it. One the scenario keeps as an observation
+    (what it measures rather than fails on) is not new either."""
     rec = dict(record)
-    have = {(f.get("kind"), f.get("line"), f.get("time")) for f in rec.get("findings") or []}
+    have = {(f.get("kind"), f.get("line"), f.get("time"))
+            for f in list(rec.get("findings") or []) + list(rec.get("observations") or [])}
     new = []
     for f in findings or []:
         key = (f.get("kind"), f.get("line"), f.get("time"))

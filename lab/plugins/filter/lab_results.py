@@ -483,8 +483,11 @@ def lab_disconnect_judge(passes, runs):
                     rest = [f for f in rest if f.get("line") != UNMARKED_SYMPTOM_STEP]
                 per_size = hung.setdefault(str(timeout), {})
                 per_size[str(n)] = per_size.get(str(n), 0) + len(symptom)
-                # a step that failed for another reason left a finding of its own
-                reports.append(dict(r, ok=not rest, findings=rest))
+                # a step that failed for another reason left a finding of its
+                # own; the symptom is kept as what it is, an observation (the
+                # log window's close finds it again and must know it)
+                reports.append(dict(r, ok=not rest, findings=rest,
+                                    observations=[f for f in found if f not in rest]))
     return {"reports": reports, "unmarked_hung_tasks": hung}
 
 

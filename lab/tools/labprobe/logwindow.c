@@ -24,7 +24,10 @@
  * whole window once. When the guest booted again inside the window (a
  * scenario that restarts its VM, or a VM lost and restarted) end scans the
  * new boot's records no scan covered and says "restarted": the earlier
- * boot's records after its last scan are gone with it.
+ * boot's records after its last scan are gone with it. end's findings are
+ * those of the whole window, so that a finding a step's caller dropped is
+ * never lost (the record keeps each once, or as an observation where the
+ * scenario measures it instead of failing on it).
  *
  * The canary: start --canary K --token T makes the K-th scan of the window
  * first write a WARNING-shaped line with T into the kernel log (through
@@ -393,7 +396,7 @@ static int end(int argc, char **argv, struct json_object *out)
 	int nr = 0, k, opt;
 	bool restarted;
 	FILE *f;
-	struct json_object *findings, *canary;
+	struct json_object *findings, *canary, *last_seq = NULL;
 
 	if (!r)
 		return 1;
@@ -451,8 +454,21 @@ static int end(int argc, char **argv, struct json_object *out)
 	}
 	if (f)
 		fclose(f);
-	findings = findings_scan_unscanned(restarted ? 0 : (unsigned long long)since,
-					   (const unsigned long long (*)[2])r, nr, 8, out);
+	/* what no step scanned, counted (unscanned_records); the findings
+	 * are of the whole window: a step's scan that its caller did not
+	 * keep is found again here (the record keeps each finding once) */
+	json_object_put(findings_scan_unscanned(restarted ? 0 : (unsigned long long)since,
+						(const unsigned long long (*)[2])r, nr, 8, out));
+	{
+		struct json_object *tmp = json_object_new_object();
+
+		/* the first scan's count stays in out; the window ends at the
+		 * second's last record */
+		findings = findings_scan_unscanned(restarted ? 0 : (unsigned long long)since, NULL, 0, 8, tmp);
+		if (json_object_object_get_ex(tmp, "last_seq", &last_seq))
+			json_object_object_add(out, "last_seq", json_object_get(last_seq));
+		json_object_put(tmp);
+	}
 	free(r);
 	{
 		struct json_object *last;
