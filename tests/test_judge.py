@@ -422,3 +422,18 @@ def test_disconnect_flags_unmarked_symptom_is_an_observation():
     unmarked, marked = out["reports"]
     assert unmarked["ok"] and unmarked["findings"] == [] and unmarked["observations"] == [step, hung]
     assert not marked["ok"] and marked["findings"] == [step, hung]
+
+
+def test_iterations_count_iterations_when_one_makes_several_reports():
+    """quick-swap makes three reports an iteration (its swaps, its layout,
+    its end check): the record counts iterations, and a missing report is
+    still no-data."""
+    expect = {"iterations": 2, "reports": 6}
+    rec = lab_judge.judge_record(BASE, [OK] * 6, expect)
+    assert rec["status"] == "pass" and rec["iterations"] == 2 and rec["failures"] == 0
+    bad = {"ok": False, "findings": [{"kind": "step", "line": "x", "context": []}]}
+    rec = lab_judge.judge_record(BASE, [OK, bad, bad, OK, OK, OK], expect)
+    assert rec["iterations"] == 2 and rec["failures"] == 2
+    rec = lab_judge.judge_record(BASE, [OK] * 4, expect)
+    assert rec["iterations"] == 2 and kinds(rec) == ["no-data"]
+    assert lab_judge.judge_record(BASE, [OK] * 2, {"iterations": 1, "reports": 2})["iterations"] == 1

@@ -299,7 +299,8 @@ def test_a_lost_vm_says_what_its_console_showed():
 
 def test_expected_failures_follow_each_records_variant():
     fail = dict(rec("storm", "a", "stock", 1, 1), findings=[{"kind": "pciehp-state", "line": "pciehp: Already disabled"}])
-    expected = {"stock": [{"scenario": "storm", "kind": "pciehp-state", "match": "Already", "reason": "known"}],
+    expected = {"stock": [{"scenario": "storm", "kind": "pciehp-state", "match": "^pciehp: Already disabled$",
+                           "scope": "any port", "reason": "known"}],
                 "patched": []}
     out = lab_results.lab_apply_expected([fail, dict(fail, variant="patched")], expected)
     assert [r["status"] for r in out] == ["xfail", "fail"]

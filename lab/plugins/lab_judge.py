@@ -25,7 +25,10 @@ again; nothing else writes a status. The run fails when any record fails,
 and when it has no record at all (run_status).
 
 A declaration (all keys optional):
-    iterations: N          the reports the profile asked for (exactly N)
+    iterations: N          the iterations the profile asked for
+    reports: M             the reports they make (exactly M; default N: one
+                           an iteration); the record's iterations and
+                           failures count iterations, not reports
     measured: {PATH: N}    a metric that must hold at least N measured values:
                            a list counts its numbers, a {p50, max, n} its n,
                            a number or string counts 1; PATH is dotted
@@ -204,17 +207,38 @@ def _int(value, what):
         raise JudgeError(f"scenario_expect.{what} must be a whole number, not {value!r}") from None
 
 
+def _reports_wanted(expect):
+    """The reports a declaration asks for: `reports`, else `iterations`."""
+    for key in ("reports", "iterations"):
+        if (expect or {}).get(key) is not None:
+            return _int(expect[key], key)
+    return None
+
+
+def _iterations(expect, reports, failed):
+    """(iterations, failures) of a record: counted in iterations when one
+    makes several reports (quick-swap: its swaps, its layout and its end
+    check), else in reports."""
+    n, want = len(reports), _reports_wanted(expect)
+    its = (expect or {}).get("iterations")
+    if its is None or not want:
+        return n, failed
+    its = _int(its, "iterations")
+    done = min(its, -(-n * its // want))     # ceil(n / (want / its))
+    return done, min(failed, done) if done else failed
+
+
 def declaration_findings(name, expect, reports, metrics):
     """The judge's own findings of a record: data missing (no-data) and
     values that cannot be true (measurement)."""
     expect = expect or {}
-    unknown = set(expect) - {"iterations", "measured", "nonempty", "at_least", "at_most", "after_event"}
+    unknown = set(expect) - {"iterations", "reports", "measured", "nonempty", "at_least", "at_most", "after_event"}
     if unknown:
         raise JudgeError(f"scenario_expect of {name} has unknown keys {sorted(unknown)}")
     metrics = metrics or {}
     out = []
-    if "iterations" in expect and expect["iterations"] is not None:
-        want = _int(expect["iterations"], "iterations")
+    want = _reports_wanted(expect)
+    if want is not None:
         have = len(reports)
         if have < want:
             out.append(_finding(NO_DATA, f"{name}: {have} of {want} iteration reports (the rest never reported)"))
@@ -295,13 +319,14 @@ def judge_record(base, reports=None, expect=None, metrics=None, findings=None, s
         if not rep.get("ok", False) and not own:
             found.append(_finding(UNEXPLAINED, f"{name} iteration {i} failed, and nothing it ran said why"))
     found += declaration_findings(name, expect, reports, metrics)
+    failed = sum(1 for r in reports if _report_failed(r))
+    iterations, failed = _iterations(expect, reports, failed)
     rec = dict(base)
-    rec.update({"iterations": len(reports), "metrics": metrics, "findings": found})
+    rec.update({"iterations": iterations, "metrics": metrics, "findings": found})
     if skip:
         rec["skip"] = str(skip)
     if observations:
         rec["observations"] = list(observations)
-    failed = sum(1 for r in reports if _report_failed(r))
     rec["status"] = verdict(rec)
     rec["failures"] = max(failed, 1) if rec["status"] == "fail" else 0
     return rec
