@@ -437,3 +437,22 @@ def test_iterations_count_iterations_when_one_makes_several_reports():
     rec = lab_judge.judge_record(BASE, [OK] * 4, expect)
     assert rec["iterations"] == 2 and kinds(rec) == ["no-data"]
     assert lab_judge.judge_record(BASE, [OK] * 2, {"iterations": 1, "reports": 2})["iterations"] == 1
+
+
+def test_default_fio1_every_drive_failed_fio_after_its_slots_first_interrupt():
+    """reference-results/default-fio1 (`ansible-playbook lab.yml`, the
+    default profile, on 5441a48's tree built into this session's cache):
+    the 16 drives yanked at once each saw fio's I/O error after their slot's
+    first pciehp interrupt (at 22dff9c the same profile gave p50 -1323 ms),
+    nothing was impossible, and every kernel record was in one window (the
+    judge failing a negative one: test_a_phase_before_the_first_interrupt_...)."""
+    import json
+    s = json.loads((REPO / "reference-results/default-fio1/summary.json").read_text())
+    assert s["status"] == "pass"
+    (bulk,) = [r for r in s["scenarios"] if r["name"] == "bulk-surprise-removal"]
+    m = bulk["metrics"]
+    assert m["drives"] == 16 and m["impossible"] == [] and m["fio_error_ms"]["n"] == 16
+    isr, fio = m["samples_ms"]["isr"], m["samples_ms"]["fio_error"]
+    assert len(isr) == len(fio) == 16 and all(f > i for i, f in zip(isr, fio)), (isr, fio)
+    (cov,) = s["log_coverage"].values()
+    assert cov["outside_windows"] == 0 and cov["overlap"] == 0 and cov["records"] > 0
