@@ -441,7 +441,7 @@ def test_iterations_count_iterations_when_one_makes_several_reports():
 
 def test_default_fio1_every_drive_failed_fio_after_its_slots_first_interrupt():
     """reference-results/default-fio1 (`ansible-playbook lab.yml`, the
-    default profile, on 5441a48's tree built into this session's cache):
+    default profile, on 20bc36b's tree):
     the 16 drives yanked at once each saw fio's I/O error after their slot's
     first pciehp interrupt (at 22dff9c the same profile gave p50 -1323 ms),
     nothing was impossible, and every kernel record was in one window (the
