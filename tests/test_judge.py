@@ -456,3 +456,20 @@ def test_default_fio1_every_drive_failed_fio_after_its_slots_first_interrupt():
     assert len(isr) == len(fio) == 16 and all(f > i for i, f in zip(isr, fio)), (isr, fio)
     (cov,) = s["log_coverage"].values()
     assert cov["outside_windows"] == 0 and cov["overlap"] == 0 and cov["records"] > 0
+
+
+def test_review_edges_a_failure_counts_an_iteration_and_empty_text_is_no_value():
+    """A failed record without reports (a profile that lacks what the
+    scenario needs, a boot failure) is one failed iteration, never 1 of 0;
+    text templating left empty is no measured value; an entry with a
+    non-text field is refused naming it."""
+    rec = lab_judge.judge_record(BASE, findings=[{"kind": "profile", "line": "needs 2 drives", "context": []}])
+    assert rec["status"] == "fail" and rec["iterations"] == rec["failures"] == 1
+    skipped = lab_judge.judge_record(BASE, skip="no s2idle")
+    failed = lab_judge.add_findings(skipped, [{"kind": "warning", "line": "WARNING: x", "context": []}])
+    assert failed["iterations"] == failed["failures"] == 1
+    assert lab_judge.measured_count("") == 0 and lab_judge.measured_count("None") == 0
+    assert lab_judge.measured_count(3.5) == 1 and lab_judge.measured_count("on") == 1
+    with pytest.raises(lab_judge.JudgeError, match="'context' must be text"):
+        lab_judge.check_entry({"scenario": "x", "kind": "y", "match": "^a$", "context": 5, "scope": "z"})
+    assert lab_judge.check_entry({"scenario": "x", "kind": "y", "match": "^a$", "context": None, "scope": "z"})

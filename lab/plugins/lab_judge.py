@@ -176,7 +176,8 @@ def measured_count(value):
         if "n" in value and _is_number(value["n"]):
             return int(value["n"])
         return sum(measured_count(v) for v in value.values())
-    return 1
+    # a number, or text that says something ('' or "None" from templating: nothing)
+    return 1 if _is_number(value) or (isinstance(value, str) and value.strip() not in ("", "None")) else 0
 
 
 def _numbers(value, where):
@@ -329,6 +330,8 @@ def judge_record(base, reports=None, expect=None, metrics=None, findings=None, s
         rec["observations"] = list(observations)
     rec["status"] = verdict(rec)
     rec["failures"] = max(failed, 1) if rec["status"] == "fail" else 0
+    # a failure is of at least one iteration (a failure rate stays <= 1)
+    rec["iterations"] = max(rec["iterations"], rec["failures"])
     return rec
 
 
@@ -351,6 +354,7 @@ def add_findings(record, findings):
         rec["findings"] = list(rec.get("findings") or []) + new
         rec["status"] = verdict(rec)
         rec["failures"] = max(int(rec.get("failures") or 0), 1)
+        rec["iterations"] = max(int(rec.get("iterations") or 0), rec["failures"])
     return rec
 
 
@@ -370,6 +374,9 @@ def check_entry(e, where="expected failure"):
     unknown = set(e) - ENTRY_KEYS
     if unknown:
         raise JudgeError(f"{where} of {e.get('scenario')}: unknown keys {sorted(unknown)}")
+    for key in ("scenario", "kind", "match", "context", "scope", "reason"):
+        if e.get(key) is not None and not isinstance(e[key], str):
+            raise JudgeError(f"{where} of {e.get('scenario')}: '{key}' must be text, not {e[key]!r}")
     if not e.get("scenario") or not e.get("kind") or not e.get("match"):
         raise JudgeError(f"expected failure of {e.get('scenario')} needs 'scenario', 'kind' (the "
                          f"finding's kind) and 'match' (a regular expression of its line): {e}")
@@ -379,7 +386,7 @@ def check_entry(e, where="expected failure"):
     if not e["match"].startswith("^") or not e["match"].endswith("$"):
         raise JudgeError(f"expected failure of {e['scenario']} ({e['kind']}): 'match' must be anchored "
                          f"(^...$): a prefix would take any line that starts alike: {e['match']!r}")
-    named = PLACEHOLDER.search(e["match"] + e.get("context", ""))
+    named = PLACEHOLDER.search(e["match"] + (e.get("context") or ""))
     if not named and not e.get("scope"):
         raise JudgeError(f"expected failure of {e['scenario']} ({e['kind']}): name the slot, port or device it "
                          f"may match (${{PATH}} of the record's metrics, e.g. ${{slot}}) or say in 'scope' why "
@@ -471,7 +478,7 @@ def apply_expected(records, expected, profile=None):
     for rec in records:
         rec = dict(rec)
         known = expected.get(rec.get("variant"), []) if isinstance(expected, dict) else expected
-        entries = [check_entry(e) for e in known or [] if e.get("scenario") == rec.get("name")]
+        entries = [check_entry(e) for e in known or [] if not isinstance(e, dict) or e.get("scenario") == rec.get("name")]
         entries = [e for e in entries
                    if all((profile or {}).get(k) == v for k, v in (e.get("profile") or {}).items())]
         findings = rec.get("findings") or []

@@ -363,9 +363,14 @@ static int start(int argc, char **argv, struct json_object *out)
 			json_object_object_add(out, "canary_provoke", json_object_new_string(kind));
 	}
 	/* the log must be readable for the window to mean anything */
-	if (!kmsg_last_seq_json()) {
-		json_object_object_add(out, "error", json_object_new_string("the kernel log cannot be read"));
-		return 1;
+	{
+		struct json_object *seq = kmsg_last_seq_json();
+
+		if (!seq) {
+			json_object_object_add(out, "error", json_object_new_string("the kernel log cannot be read"));
+			return 1;
+		}
+		json_object_put(seq);
 	}
 	boot_id(bid, sizeof(bid));
 	since = chained_since(bid, &chained);
