@@ -97,7 +97,7 @@ static double next_phase(const struct slot *s, int k, double kp)
 	return hi;
 }
 
-static int slot_from_json(struct json_object *o, struct slot *s)
+int slot_from_json(struct json_object *o, struct slot *s)
 {
 	struct json_object *v, *a;
 

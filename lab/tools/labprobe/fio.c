@@ -360,27 +360,14 @@ int cmd_supervise(int argc, char **argv, struct json_object *out)
 		json_object_put(state);
 		return 2;
 	}
-	/* of a slot, the supervisor needs its name, first namespace and fio */
 	for (size_t i = 0; i < json_object_array_length(arr) && nslots < MAXS; i++) {
-		struct json_object *o = json_object_array_get_idx(arr, i), *v, *a;
-		struct slot *sl = &slots[nslots];
-
-		memset(sl, 0, sizeof(*sl));
-		if (!json_object_object_get_ex(o, "slot", &v) || !json_object_get_string(v))
+		if (slot_from_json(json_object_array_get_idx(arr, i), &slots[nslots]))
 			continue;
-		/* it names files in D */
-		if (check_slot("--dir", json_object_get_string(v))) {
+		/* its name names files in D */
+		if (check_slot("--dir", slots[nslots].name)) {
 			json_object_put(state);
 			return 2;
 		}
-		scopy(sl->name, sizeof(sl->name), json_object_get_string(v));
-		if (json_object_object_get_ex(o, "namespaces", &a) && json_object_is_type(a, json_type_array) &&
-		    json_object_array_length(a) > 0 &&
-		    json_object_get_string(json_object_array_get_idx(a, 0))) {
-			scopy(sl->nss[0], sizeof(sl->nss[0]), json_object_get_string(json_object_array_get_idx(a, 0)));
-			sl->nns = 1;
-		}
-		sl->fio = json_object_object_get_ex(o, "fio", &v) && json_object_get_boolean(v);
 		nslots++;
 	}
 	json_object_put(state);

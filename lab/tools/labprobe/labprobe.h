@@ -225,6 +225,8 @@ int fio_argv(char **argv, int max, char *const *globals, struct slot *slots, int
 void fio_job_errors(const char *report, struct slot *slots, int n, int *err);
 /* arm's background fio supervisor: D/fio-SLOT.end and .exit, D/fio.done */
 void supervise(const char *dir, struct slot *slots, int n, int runtime);
+/* a slot of arm's state.json (collect.c); -1 without its name */
+int slot_from_json(struct json_object *o, struct slot *s);
 /* I/Os (reads + writes) completed on namespace ns; 0 if unreadable */
 unsigned long long ns_io(const char *ns);
 
