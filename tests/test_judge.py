@@ -52,7 +52,10 @@ def test_every_scenario_declares_what_its_record_must_hold():
         judged = [t for t in records if "scenario_expect" in t.get("vars", {})]
         assert judged, f"{path.name}: no record declares scenario_expect"
         for t in judged:
-            assert "iterations" in t["vars"]["scenario_expect"], (path.name, t["name"])
+            expect = t["vars"]["scenario_expect"]
+            # a declaration, or a bulk removal's from lab_removal_expect
+            assert (isinstance(expect, dict) and "iterations" in expect) or \
+                (isinstance(expect, str) and "| lab_removal_expect(" in expect), (path.name, t["name"], expect)
             assert "scenario_reports" in t["vars"], (path.name, t["name"])
         for t in records:
             v = t.get("vars", {})
@@ -473,3 +476,14 @@ def test_review_edges_a_failure_counts_an_iteration_and_empty_text_is_no_value()
     with pytest.raises(lab_judge.JudgeError, match="'context' must be text"):
         lab_judge.check_entry({"scenario": "x", "kind": "y", "match": "^a$", "context": 5, "scope": "z"})
     assert lab_judge.check_entry({"scenario": "x", "kind": "y", "match": "^a$", "context": None, "scope": "z"})
+
+
+def test_a_bulk_removals_declaration_asks_every_drive_of_every_iteration():
+    e = lab_results.lab_removal_expect([1, 2, 3, 4], "2")
+    assert e == {"iterations": 2, "measured": {"isr_ms": 8, "pci_removed_ms": 8, "fio_error_ms": 8},
+                 "at_least": {"drives": 4}, "at_most": {"drives": 4}}
+    # a removal timed on 3 of the 4 drives of one iteration fails
+    m = lab_results.lab_removal_metrics([_collect([{"isr": 0.0, "pci_removed": 9.0, "fio_error": 12.0}] * 3)])
+    rec = lab_judge.judge_record(BASE, [OK], lab_results.lab_removal_expect([1, 2, 3, 4], 1), m)
+    assert sorted(set(kinds(rec))) == ["no-data"] and len(rec["findings"]) == 4
+    assert lab_results.lab_removal_expect([], 1, some=True)["measured"]["isr_ms"] == 1

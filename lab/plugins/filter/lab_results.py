@@ -167,6 +167,18 @@ def lab_removal_metrics(reports):
     return metrics
 
 
+def lab_removal_expect(slots, iterations, some=False):
+    """What a bulk removal's record must hold (the judge's declaration,
+    lab/plugins/lab_judge.py): a report an iteration, and every yanked
+    drive of every iteration timed from the interrupt to its PCI removal and
+    to fio's error, on as many drives as were yanked (some: at least one
+    drive's interrupt, for a JBOF whose drives the profile may leave out)."""
+    n, drives = int(iterations) * len(slots), len(slots)
+    return {"iterations": int(iterations),
+            "measured": {"isr_ms": max(1, n) if some else n, "pci_removed_ms": n, "fio_error_ms": n},
+            "at_least": {"drives": drives}, "at_most": {"drives": drives}}
+
+
 def lab_method_findings(metrics):
     """A finding when the series' tracepoints and the kprobes disagree on
     when pciehp handled or marked a yanked slot (metrics.methods_agree
@@ -673,6 +685,7 @@ class FilterModule:
             "lab_accel_limits": lab_accel_limits,
             "lab_hpslot_serials": lab_hpslot_serials,
             "lab_removal_metrics": lab_removal_metrics,
+            "lab_removal_expect": lab_removal_expect,
             "lab_method_findings": lab_method_findings,
             "lab_breakdown_metrics": lab_breakdown_metrics,
             "lab_scaling_metrics": lab_scaling_metrics,
