@@ -515,9 +515,9 @@ static struct json_object *add_finding(struct json_object *list, const struct re
 	return o;
 }
 
-/* The findings of the records after since_seq that are in none of the
- * ranges ((from, to]: what earlier scans covered); *checked: how many
- * records that was, *last: the last record's sequence number. */
+/* The findings of the records after since_seq; *checked: how many of
+ * them are in none of the ranges ((from, to]: what earlier scans
+ * covered), *last: the last record's sequence number. */
 static struct json_object *scan(unsigned long long since_seq, const unsigned long long (*ranges)[2], int nranges,
 				int context, unsigned long long *checked, unsigned long long *last)
 {
@@ -575,10 +575,11 @@ static struct json_object *scan(unsigned long long since_seq, const unsigned lon
 	for (size_t i = 0; i < n; i++) {
 		/* the records before the scan (or an earlier scan's) are read
 		 * too: a report they hold owns its stack dump in this scan */
-		bool in_scan = !((recs[i].seq <= since_seq && since_seq) || in_ranges(recs[i].seq, ranges, nranges));
+		bool in_scan = !(recs[i].seq <= since_seq && since_seq);
 		int p = pattern_of(recs[i].msg);
 
-		if (in_scan)
+		/* ranges an earlier scan covered: counted apart, still scanned */
+		if (in_scan && !in_ranges(recs[i].seq, ranges, nranges))
 			(*checked)++;
 		if (p >= 0) {
 			if (!(patterns[p].flags & (JOINS | NO_DUMP))) {
@@ -628,8 +629,8 @@ struct json_object *findings_scan(unsigned long long since_seq, int context)
 	return list;
 }
 
-struct json_object *findings_scan_unscanned(unsigned long long since_seq, const unsigned long long (*ranges)[2],
-					    int nranges, int context, struct json_object *out)
+struct json_object *findings_scan_window(unsigned long long since_seq, const unsigned long long (*ranges)[2],
+					 int nranges, int context, struct json_object *out)
 {
 	unsigned long long checked, last;
 	struct json_object *list = scan(since_seq, ranges, nranges, context, &checked, &last);

@@ -88,10 +88,11 @@ struct json_object *findings_scan(unsigned long long since_seq, int context);
 /* findings_scan after since when since_given, with its kernel-log-clean check */
 struct checks;
 struct json_object *findings_check(struct checks *c, bool since_given, long since);
-/* the findings of the records after since_seq in none of the ranges
- * ((from, to] each); adds unscanned_records and last_seq to out */
-struct json_object *findings_scan_unscanned(unsigned long long since_seq, const unsigned long long (*ranges)[2],
-					    int nranges, int context, struct json_object *out);
+/* the findings of the records after since_seq (a log window's close);
+ * adds to out unscanned_records, those of them in none of the ranges
+ * ((from, to] each: what the window's steps scanned), and last_seq */
+struct json_object *findings_scan_window(unsigned long long since_seq, const unsigned long long (*ranges)[2],
+					 int nranges, int context, struct json_object *out);
 /* logwindow.c: findings_scan() calls log_window_before_scan() (a canary
  * due now is written) and, after a readable scan, log_window_scanned() */
 void log_window_before_scan(void);

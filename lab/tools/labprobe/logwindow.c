@@ -401,7 +401,7 @@ static int end(int argc, char **argv, struct json_object *out)
 	int nr = 0, k, opt;
 	bool restarted;
 	FILE *f;
-	struct json_object *findings, *canary, *last_seq = NULL;
+	struct json_object *findings, *canary;
 
 	if (!r)
 		return 1;
@@ -462,18 +462,8 @@ static int end(int argc, char **argv, struct json_object *out)
 	/* what no step scanned, counted (unscanned_records); the findings
 	 * are of the whole window: a step's scan that its caller did not
 	 * keep is found again here (the record keeps each finding once) */
-	json_object_put(findings_scan_unscanned(restarted ? 0 : (unsigned long long)since,
-						(const unsigned long long (*)[2])r, nr, 8, out));
-	{
-		struct json_object *tmp = json_object_new_object();
-
-		/* the first scan's count stays in out; the window ends at the
-		 * second's last record */
-		findings = findings_scan_unscanned(restarted ? 0 : (unsigned long long)since, NULL, 0, 8, tmp);
-		if (json_object_object_get_ex(tmp, "last_seq", &last_seq))
-			json_object_object_add(out, "last_seq", json_object_get(last_seq));
-		json_object_put(tmp);
-	}
+	findings = findings_scan_window(restarted ? 0 : (unsigned long long)since,
+					(const unsigned long long (*)[2])r, nr, 8, out);
 	free(r);
 	{
 		struct json_object *last;
@@ -521,7 +511,7 @@ static int after(int argc, char **argv, struct json_object *out)
 		return 2;
 	boot_id(bid, sizeof(bid));
 	since = chained_since(bid, &chained);
-	findings = findings_scan_unscanned(since, NULL, 0, 8, out);
+	findings = findings_scan_window(since, NULL, 0, 8, out);
 	to = json_object_object_get_ex(out, "last_seq", &last) ? (unsigned long long)json_object_get_uint64(last) : 0;
 	close_at(bid, to);
 	json_object_object_add(out, "chained", json_object_new_boolean(chained));
