@@ -46,8 +46,10 @@ of its data (and so out of the plots).
 """
 
 import json
+import os
 import re
 
+import yaml
 from lab_common import json_object
 
 # kinds the judge itself gives (docs/results.md)
@@ -405,10 +407,6 @@ def load_expected(directory, variant):
     """kernel/expected-failures/<variant>.yml as a checked list: a file is a
     list of entries, or {inherit: VARIANT, entries: [...]} for the entries
     of another variant's file followed by its own."""
-    import os
-
-    import yaml
-
     seen = []
     entries = []
     name = variant
