@@ -126,3 +126,35 @@ def test_ci36_every_kernel_record_was_in_one_window_and_fio_failed_after_the_yan
             if "fio_error_ms" in m and r["status"] == "pass":
                 assert m["impossible"] == [] and m["fio_error_ms"]["n"] == m["drives"] * r["iterations"], (run, r["name"])
                 assert min(m["samples_ms"]["fio_error"]) > 0, (run, r["name"], m["samples_ms"]["fio_error"])
+
+
+def test_the_canary_check_fails_a_run_that_lost_its_canary():
+    """check_canary_run on ci36-canary altered: a scenario that passed, a
+    canary at another place than its seed drew, a second kernel finding,
+    a window that left records outside: each is refused."""
+    import copy
+    import json
+    good = json.loads((CI36 / "ci36-canary/summary.json").read_text())
+    check_canary_run(good, SCENARIOS)
+
+    def altered(change):
+        s = copy.deepcopy(good)
+        change(s)
+        with pytest.raises(AssertionError):
+            check_canary_run(s, SCENARIOS)
+
+    def passed(s):
+        s["scenarios"][1].update(status="pass", findings=[])
+
+    def moved(s):
+        s["scenarios"][1]["log_window"]["canary"]["at_scan"] += 1
+
+    def another(s):
+        s["scenarios"][1]["findings"].append({"kind": "warning", "line": "WARNING: CPU: 0 PID: 1 at x.c:1",
+                                              "context": []})
+
+    def outside(s):
+        next(iter(s["log_coverage"].values()))["outside_windows"] = 3
+
+    for change in (passed, moved, another, outside):
+        altered(change)
